@@ -1,0 +1,38 @@
+"""Errors users see.  Each names the kernel's file and line and quotes it with a caret."""
+from __future__ import annotations
+
+import linecache
+from typing import Optional
+
+
+def quote_source(file: str, line: int, col: int = 0) -> str:
+    """The source line at ``file:line`` with a caret under column ``col`` ('' if unknown)."""
+    text = linecache.getline(file, line).rstrip("\n") if line > 0 else ""
+    if not text.strip():
+        return ""
+    indent = len(text) - len(text.lstrip())
+    caret = " " * (max(col, indent) - indent)
+    return f"    {text.strip()}\n    {caret}^"
+
+
+class TilecError(Exception):
+    """Base of every error tilec raises on purpose."""
+
+
+class LocatedError(TilecError):
+    """An error about a line of a kernel: ``file:line: message`` then the quoted line."""
+
+    def __init__(self, file: str, line: int, col: int, message: str, kernel: Optional[str] = None):
+        self.file, self.line, self.col, self.message, self.kernel = file, line, col, message, kernel
+        in_kernel = f" (in kernel `{kernel}`)" if kernel else ""
+        quote = quote_source(file, line, col)
+        super().__init__(f"{file}:{line}: {message}{in_kernel}" + (f"\n{quote}" if quote else ""))
+
+
+class CompilationError(LocatedError):
+    """A kernel that cannot be compiled: what is wrong, where, and what to write instead."""
+
+
+class InterpreterError(LocatedError):
+    """A kernel that compiled but did something invalid while running on the host
+    (out-of-bounds access, misaligned pointer, failed ``device_assert``)."""
