@@ -29,7 +29,17 @@ def print_module(module: Module, locs: bool = False) -> str:
 
 
 def print_function(fn: Function, locs: bool = False) -> str:
-    p = _Printer(locs)
+    return _print_function(_Printer(locs), fn)
+
+
+def value_names(fn: Function) -> dict[Value, str]:
+    """The name (``%x``) the printer gives each value of ``fn``; see ``print_op``."""
+    p = _Printer(False)
+    _print_function(p, fn)
+    return p.names
+
+
+def _print_function(p: "_Printer", fn: Function) -> str:
     names = fn.arg_names or [None] * len(fn.args)
     attrs = fn.arg_attrs or [{}] * len(fn.args)
     args = ", ".join(f"{p.define(a, n)}: {a.type}{_arg_attr_suffix(d)}" for a, n, d in zip(fn.args, names, attrs))
@@ -45,10 +55,16 @@ def _arg_attr_suffix(attrs: dict) -> str:
     return " {" + ", ".join(f"{k} = {format_attr(v)}" for k, v in attrs.items()) + "}"
 
 
-def print_op(op: Op) -> str:
-    """One op (and its regions) alone, for error messages and debugging."""
+def print_op(op: Op, names: dict[Value, str] | None = None) -> str:
+    """One op (and its regions) alone, for error messages and debugging.
+
+    ``names`` (from ``value_names(fn)``) spells values as the whole function's
+    text does; without it, values defined outside ``op`` print as undefined.
+    """
     lines: list[str] = []
-    _Printer(False).op(op, lines, "")
+    p = _Printer(False)
+    p.names.update(names or {})
+    p.op(op, lines, "")
     return "\n".join(lines)
 
 
@@ -65,7 +81,7 @@ def format_attr(v: Any) -> str:
             return "nan"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
-        return repr(v)
+        return float.__repr__(v)  # numpy's float64 repr is "np.float64(...)"
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, (tuple, list)):
@@ -82,6 +98,8 @@ class _Printer:
         self.counter = 0
 
     def define(self, v: Value, hint: str | None = None) -> str:
+        if v in self.names:  # named already (print_op given names, or a value defined twice)
+            return self.names[v]
         base = re.sub(r"\W", "_", hint or v.name or "")
         if not base or base[0].isdigit() and base in self.used:
             base = ""
