@@ -1,0 +1,1 @@
+"""Tile IR with layouts -> llvmlite modules, one file per op family (next milestone)."""
