@@ -1,0 +1,514 @@
+"""The declarations users write inside kernels: dtypes, ``constexpr``, ``tensor``
+and the core ``tl.*`` functions (program geometry, creation, memory, atomics,
+shape ops, debugging, hints, loops).
+
+Names, signatures and meanings follow Triton's ``triton.language``.  The
+functions here are *stubs*: their bodies never run.  The compiler
+(``tilec.builtins``) recognises each one by identity and builds IR for it;
+their docstrings are the user reference.  This module imports nothing from
+tilec, so it can be read on its own.
+"""
+from __future__ import annotations
+
+import builtins as _py
+import functools
+from typing import Any
+
+# --------------------------------------------------------------------------- #
+# dtypes
+# --------------------------------------------------------------------------- #
+
+
+class dtype:
+    """A scalar element type: ``tl.int32``, ``tl.float16``, ``tl.int1`` (bool)...
+
+    ``name`` is Triton's short name ("int32", "uint8", "fp16", "bf16", "fp32").
+    """
+
+    # name -> (bit width, kind) where kind is "bool", "int", "uint" or "float"
+    _INFO = {
+        "int1": (1, "bool"), "int8": (8, "int"), "int16": (16, "int"), "int32": (32, "int"),
+        "int64": (64, "int"), "uint8": (8, "uint"), "uint16": (16, "uint"), "uint32": (32, "uint"),
+        "uint64": (64, "uint"), "fp16": (16, "float"), "bf16": (16, "float"), "fp32": (32, "float"),
+        "fp64": (64, "float"),
+    }
+    # Triton's fp_mantissa_width: which float keeps more precision.
+    _MANTISSA = {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+
+    def __init__(self, name: str):
+        if name not in self._INFO:
+            raise ValueError(f"unknown dtype {name!r}")
+        self.name = name
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self._INFO[self.name][0]
+
+    @property
+    def int_bitwidth(self) -> int:
+        return self.primitive_bitwidth
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        return self._MANTISSA[self.name]
+
+    @property
+    def scalar(self) -> "dtype":
+        return self
+
+    def is_floating(self) -> bool:
+        return self._INFO[self.name][1] == "float"
+
+    def is_int(self) -> bool:
+        """True for every integer type, ``int1`` included (as Triton)."""
+        return self._INFO[self.name][1] in ("bool", "int", "uint")
+
+    def is_int_signed(self) -> bool:
+        return self._INFO[self.name][1] in ("bool", "int")
+
+    def is_int_unsigned(self) -> bool:
+        return self._INFO[self.name][1] == "uint"
+
+    def is_bool(self) -> bool:
+        return self.name == "int1"
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_block(self) -> bool:
+        return False
+
+    def is_fp16(self) -> bool:
+        return self.name == "fp16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bf16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "fp32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "fp64"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("tl.dtype", self.name))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"tl.{_LONG_NAMES.get(self.name, self.name)}"
+
+
+_LONG_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+
+
+class pointer_type(dtype):
+    """A pointer to ``element_ty`` elements in ``address_space`` (1 = global memory)."""
+
+    def __init__(self, element_ty: dtype, address_space: int = 1):
+        if not isinstance(element_ty, dtype) or isinstance(element_ty, pointer_type):
+            raise TypeError(f"pointer_type needs a scalar dtype, got {element_ty!r}")
+        self.element_ty = element_ty
+        self.address_space = address_space
+        self.name = f"pointer<{element_ty.name}>"
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return 64
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_int_signed(self) -> bool:
+        return False
+
+    def is_int_unsigned(self) -> bool:
+        return False
+
+    def is_bool(self) -> bool:
+        return False
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, pointer_type) and other.element_ty == self.element_ty
+                and other.address_space == self.address_space)
+
+    def __hash__(self) -> int:
+        return hash(("tl.pointer_type", self.element_ty, self.address_space))
+
+    def __repr__(self) -> str:
+        return f"tl.pointer_type({self.element_ty!r})"
+
+
+class block_type:
+    """The type of a tile: ``shape`` and the element dtype ``element_ty`` (what ``x.type`` gives)."""
+
+    def __init__(self, element_ty: dtype, shape: tuple):
+        self.element_ty = element_ty
+        self.shape = tuple(shape)
+
+    @property
+    def scalar(self) -> dtype:
+        return self.element_ty
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def get_block_shapes(self) -> tuple:
+        return self.shape
+
+    def is_block(self) -> bool:
+        return True
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, block_type) and (other.element_ty, other.shape) == (self.element_ty, self.shape)
+
+    def __hash__(self) -> int:
+        return hash(("tl.block_type", self.element_ty, self.shape))
+
+    def __repr__(self) -> str:
+        return f"<{'x'.join(map(str, self.shape))}x{self.element_ty.name}>"
+
+
+int1 = dtype("int1")
+int8, int16, int32, int64 = (dtype(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
+float16, bfloat16, float32, float64 = (dtype(n) for n in ("fp16", "bf16", "fp32", "fp64"))
+
+# --------------------------------------------------------------------------- #
+# constexpr, tensor, builtin
+# --------------------------------------------------------------------------- #
+
+
+class constexpr:
+    """A value known at compile time.
+
+    Annotate a kernel parameter ``BLOCK: tl.constexpr`` to compile one variant
+    per value; wrap a global ``N = tl.constexpr(128)`` to use it in kernels.
+    Inside a kernel a constexpr is just its Python value.
+    """
+
+    def __init__(self, value: Any):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"
+
+    def __eq__(self, other) -> bool:
+        return self.value == (other.value if isinstance(other, constexpr) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __bool__(self) -> bool:
+        return _py.bool(self.value)
+
+    def __index__(self) -> int:
+        return self.value.__index__()
+
+
+class tensor:
+    """A value inside a kernel: a scalar or a tile (a block of elements).
+
+    Attributes: ``x.dtype`` (element dtype, a ``tl.pointer_type`` for pointers),
+    ``x.shape`` (tuple of ints, ``()`` for a scalar), ``x.type``, ``x.numel``,
+    ``x.T`` (transpose of a 2-D tile).  Operators follow Triton's promotion and
+    broadcasting rules.  Methods: the ``tl`` functions listed in
+    ``TENSOR_METHODS`` (``x.to(tl.float16)``, ``x.sum(axis=0)``,
+    ``x.reshape(4, 8)``, ``x.exp()``...) -- ``x.f(args)`` is ``tl.f(x, args)``.
+    """
+
+
+def builtin(fn):
+    """Mark ``fn`` as a ``tl`` stub: the compiler implements it; calling it outside a kernel raises."""
+
+    @functools.wraps(fn)
+    def stub(*args, **kwargs):
+        raise RuntimeError(f"tl.{fn.__name__} can only be called inside a @tilec.jit kernel")
+
+    stub.__tilec_builtin__ = True
+    return stub
+
+
+# --------------------------------------------------------------------------- #
+# Program geometry and tile creation
+# --------------------------------------------------------------------------- #
+
+
+@builtin
+def program_id(axis):
+    """The index (``int32``) of this program along grid axis ``axis`` (constexpr 0, 1 or 2)."""
+
+
+@builtin
+def num_programs(axis):
+    """The number of programs (``int32``) launched along grid axis ``axis`` (0, 1 or 2)."""
+
+
+@builtin
+def arange(start, end):
+    """``[start, start+1, ..., end-1]`` as a 1-D ``int32`` tile.
+
+    ``start`` and ``end`` must be constexpr ints and ``end - start`` a power of two.
+    """
+
+
+@builtin
+def full(shape, value, dtype):
+    """A tile of ``shape`` (constexpr ints, powers of two) filled with ``value`` as ``dtype``.
+
+    ``value`` may be a Python number or a scalar tensor.
+    """
+
+
+@builtin
+def zeros(shape, dtype):
+    """A tile of ``shape`` filled with zeros of ``dtype``."""
+
+
+@builtin
+def zeros_like(input):
+    """A tile of zeros with the shape and dtype of ``input``."""
+
+
+@builtin
+def full_like(input, value, dtype=None):
+    """A tile like ``input`` (its shape, and its dtype unless ``dtype`` is given) filled with ``value``."""
+
+
+@builtin
+def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
+    """Convert ``input`` to ``dtype`` (also ``x.to(dtype)``).
+
+    Float -> int truncates toward zero; int narrowing wraps; conversion to
+    ``int1`` is ``x != 0``.  ``fp_downcast_rounding`` ("rtne" default, or
+    "rtz") rounds float narrowing.  ``bitcast=True`` reinterprets the bits
+    (same width required).
+    """
+
+
+# --------------------------------------------------------------------------- #
+# Memory
+# --------------------------------------------------------------------------- #
+
+
+@builtin
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False):
+    """Read the elements ``pointer`` points to (a scalar pointer or a tile of pointers).
+
+    Where ``mask`` (an ``int1`` tile, broadcast to the pointer's shape) is
+    false nothing is read and the result is ``other`` (cast to the pointee
+    type; undefined if not given).  ``cache_modifier``: "", ".ca", ".cg",
+    ".cv"; ``eviction_policy``: "", "evict_first", "evict_last".
+    Block pointers (``boundary_check``, ``padding_option``) are not supported yet.
+    """
+
+
+@builtin
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """Write ``value`` (broadcast to the pointer's shape) where ``mask`` is true.
+
+    As in Triton, ``value`` is converted to the pointee type with ``tl.cast``
+    rules: a float stored through an int pointer is truncated toward zero.
+    ``cache_modifier``: "", ".wb", ".cg", ".cs", ".wt".
+    """
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """Block pointers are not supported yet: use a tile of pointers and masks."""
+
+
+@builtin
+def advance(base, offsets):
+    """Block pointers are not supported yet."""
+
+
+def _atomic_doc(what: str) -> str:
+    return (f"Atomically {what} where ``mask`` is true; returns the old values.\n\n"
+            "``sem``: \"acq_rel\" (default), \"acquire\", \"release\", \"relaxed\"; "
+            "``scope``: \"gpu\" (default), \"cta\", \"sys\".  ``val`` is cast to the pointee type.")
+
+
+def _atomic(name: str, what: str):
+    def stub(pointer, val, mask=None, sem=None, scope=None):
+        pass
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = _atomic_doc(what)
+    return builtin(stub)
+
+
+atomic_add = _atomic("atomic_add", "``*pointer += val``")
+atomic_max = _atomic("atomic_max", "``*pointer = max(*pointer, val)`` (ints and floats)")
+atomic_min = _atomic("atomic_min", "``*pointer = min(*pointer, val)`` (ints and floats)")
+atomic_and = _atomic("atomic_and", "``*pointer &= val`` (ints)")
+atomic_or = _atomic("atomic_or", "``*pointer |= val`` (ints)")
+atomic_xor = _atomic("atomic_xor", "``*pointer ^= val`` (ints)")
+atomic_xchg = _atomic("atomic_xchg", "``*pointer = val``")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Atomically ``old = *pointer; if old == cmp: *pointer = val``; returns ``old`` (16/32/64-bit)."""
+
+
+# --------------------------------------------------------------------------- #
+# Shape ops
+# --------------------------------------------------------------------------- #
+
+
+@builtin
+def expand_dims(input, axis):
+    """``input`` with new size-1 dimensions at ``axis`` (an int or a tuple of ints)."""
+
+
+@builtin
+def broadcast(input, other):
+    """``input`` and ``other`` broadcast to their common shape (a pair)."""
+
+
+@builtin
+def broadcast_to(input, *shape):
+    """``input`` broadcast to ``shape`` (numpy rules: size-1 dims repeat, missing leading dims added)."""
+
+
+@builtin
+def reshape(input, *shape, can_reorder=False):
+    """``input``'s elements (row-major) laid out as ``shape`` (same number of elements)."""
+
+
+@builtin
+def view(input, *shape):
+    """Deprecated: ``reshape(input, shape, can_reorder=True)`` (element order unspecified)."""
+
+
+@builtin
+def ravel(x, can_reorder=False):
+    """``x`` flattened to 1-D."""
+
+
+@builtin
+def trans(input, *dims):
+    """Permute ``input``'s dims (default ``(1, 0)``: transpose a 2-D tile)."""
+
+
+@builtin
+def permute(input, *dims):
+    """``input`` with dims reordered: result dim ``i`` is ``input`` dim ``dims[i]``."""
+
+
+@builtin
+def join(a, b):
+    """Stack ``a`` and ``b`` (broadcast together) along a new minor dim of size 2."""
+
+
+@builtin
+def split(a):
+    """The two halves of ``a`` along its minor dim, which must have size 2 (a pair)."""
+
+
+@builtin
+def interleave(a, b):
+    """Interleave ``a`` and ``b`` along their last dim (``reshape(join(a, b), ...)``)."""
+
+
+# --------------------------------------------------------------------------- #
+# Debugging, hints and compile-time helpers
+# --------------------------------------------------------------------------- #
+
+
+@builtin
+def static_assert(cond, msg=""):
+    """Fail compilation with ``msg`` unless the constexpr ``cond`` is true."""
+
+
+@builtin
+def static_print(*values, sep=" ", end="\n", file=None, flush=False):
+    """Print constexpr values (and tensor types) at compile time."""
+
+
+@builtin
+def device_print(prefix, *args, hex=False):
+    """Print ``prefix`` and the values of ``args`` from every program at run time."""
+
+
+@builtin
+def device_assert(cond, msg="", mask=None):
+    """Fail the launch with ``msg`` where ``cond`` is false (and ``mask``, if given, true).
+
+    Unlike Triton, the check is always on (Triton needs ``TRITON_DEBUG=1``).
+    """
+
+
+@builtin
+def multiple_of(input, values):
+    """``input`` unchanged, with the promise that each element is a multiple of ``values``."""
+
+
+@builtin
+def max_contiguous(input, values):
+    """``input`` unchanged, promising runs of ``values`` consecutive increasing elements."""
+
+
+@builtin
+def max_constancy(input, values):
+    """``input`` unchanged, promising runs of ``values`` equal elements."""
+
+
+@builtin
+def debug_barrier():
+    """Synchronize all threads of the program."""
+
+
+# --------------------------------------------------------------------------- #
+# Loops
+# --------------------------------------------------------------------------- #
+
+
+class range:
+    """``for i in tl.range(start, end, step, num_stages=...)``: a run-time loop.
+
+    Like Python's ``range`` (one, two or three arguments); the extra options
+    are scheduling hints for GPU backends.
+    """
+
+    def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
+        self.start, self.end = (0, arg1) if arg2 is None else (arg1, arg2)
+        self.step = 1 if step is None else step
+        self.num_stages = num_stages
+        self.loop_unroll_factor = loop_unroll_factor
+
+    def __iter__(self):
+        raise RuntimeError(f"tl.{type(self).__name__} can only be used inside a @tilec.jit kernel")
+
+
+class static_range(range):
+    """``for i in tl.static_range(start, end, step)``: unrolled at compile time.
+
+    The bounds must be constexprs; ``i`` is a constexpr in each copy of the body.
+    """
+
+    def __init__(self, arg1, arg2=None, step=None):
+        super().__init__(arg1, arg2, step)
+
+
+class PropagateNan:
+    """How ``tl.maximum``/``minimum``/``clamp`` treat NaN: ``NONE`` (the other operand wins) or ``ALL``."""
+
+    NONE = 0
+    ALL = 0xFFFF

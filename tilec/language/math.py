@@ -1,0 +1,52 @@
+"""Elementwise math functions (``tl.exp``... and the ``tl.math`` namespace).
+
+As in Triton, the transcendental functions take ``float32`` or ``float64``
+values: cast ``float16``/``bfloat16`` first (``tl.exp(x.to(tl.float32))``).
+A Python number argument becomes a ``float32`` constant.
+"""
+from __future__ import annotations
+
+from .core import builtin
+
+
+def _math1(name: str, what: str, dtypes: str = "float32 or float64"):
+    def stub(x):
+        pass
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = f"Elementwise {what} of ``x`` ({dtypes}).  Also ``x.{name}()``."
+    return builtin(stub)
+
+
+exp = _math1("exp", "e**x")
+exp2 = _math1("exp2", "2**x")
+log = _math1("log", "natural logarithm")
+log2 = _math1("log2", "base-2 logarithm")
+sqrt = _math1("sqrt", "square root (may be approximate on GPUs)")
+sqrt_rn = _math1("sqrt_rn", "square root rounded to nearest", "float32")
+rsqrt = _math1("rsqrt", "1 / sqrt(x)")
+sin = _math1("sin", "sine")
+cos = _math1("cos", "cosine")
+erf = _math1("erf", "error function")
+floor = _math1("floor", "round toward -inf")
+ceil = _math1("ceil", "round toward +inf")
+abs = _math1("abs", "absolute value", "any number type; unsigned and bool unchanged")
+
+
+@builtin
+def fma(x, y, z):
+    """``x * y + z`` rounded once (floats; operands are promoted to a common type)."""
+
+
+@builtin
+def umulhi(x, y):
+    """The high 32 (or 64) bits of the full product of two ``int32``/``uint32``/``int64``/``uint64``."""
+
+
+@builtin
+def fdiv(x, y, ieee_rounding=False):
+    """Float division ``x / y`` (both must be floats)."""
+
+
+@builtin
+def div_rn(x, y):
+    """``float32`` division rounded to nearest."""

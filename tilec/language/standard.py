@@ -1,0 +1,119 @@
+"""Selection, min/max, ``dot``, reductions, scans and small compound helpers."""
+from __future__ import annotations
+
+from .core import PropagateNan, builtin, float32
+
+
+@builtin
+def where(condition, x, y):
+    """``x`` where ``condition`` is true, else ``y``, elementwise.
+
+    ``condition`` is converted to ``int1``; ``x`` and ``y`` are promoted to a
+    common type (Python numbers are weakly typed) and all three broadcast.
+    """
+
+
+@builtin
+def maximum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise max; with ``PropagateNan.NONE`` a NaN loses to the other operand."""
+
+
+@builtin
+def minimum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise min; NaN rule as ``maximum``."""
+
+
+@builtin
+def clamp(x, min, max, propagate_nan=PropagateNan.NONE):
+    """``minimum(maximum(x, min), max)`` for floating-point ``x``."""
+
+
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=float32):
+    """The matrix product of 2-D tiles ``[M, K] @ [K, N]`` (or batched 3-D), plus ``acc``.
+
+    M, N and K must be at least 16 (as Triton).  ``input`` and ``other``
+    share one dtype: ``int8`` accumulates in ``int32``, ``float64`` in
+    ``float64``, other floats in ``out_dtype`` (``float32`` default or
+    ``float16``).  With ``acc`` the result has ``acc``'s type.
+    ``input_precision`` for ``float32`` inputs: "tf32" (default, as
+    Triton), "tf32x3" or "ieee"; ``allow_tf32=False`` means "ieee".
+    """
+
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduce ``input`` (a tensor or tuple of tensors) along ``axis`` with ``combine_fn``.
+
+    ``combine_fn`` is a ``@jit`` function of two groups of scalars returning one
+    group (``(a0, a1, b0, b1) -> (c0, c1)`` for a pair of tensors); it must be
+    associative.  ``axis=None`` reduces all dims.
+    """
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive prefix scan of ``input`` (tensor or tuple) along ``axis`` with ``combine_fn``."""
+
+
+@builtin
+def sum(input, axis=None, keep_dims=False, dtype=None):
+    """Sum along ``axis`` (None: all).  Without ``dtype``, ints and bools narrower than 32 bits
+    are summed as ``int32`` (``uint32`` if unsigned) and ``float16``/``bfloat16`` as ``float32``."""
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Maximum along ``axis``.  Types narrower than 32 bits are widened (``float32``/``int32``).
+    ``return_indices=True`` also returns the index (ties: smallest index)."""
+
+
+@builtin
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Minimum along ``axis``; as ``max``."""
+
+
+@builtin
+def argmax(input, axis, tie_break_left=True, keep_dims=False):
+    """The ``int32`` index of the maximum along ``axis`` (ties: the smallest index)."""
+
+
+@builtin
+def argmin(input, axis, tie_break_left=True, keep_dims=False):
+    """The ``int32`` index of the minimum along ``axis`` (ties: the smallest index)."""
+
+
+@builtin
+def xor_sum(input, axis=None, keep_dims=False):
+    """Bitwise xor of the (integer) elements along ``axis``."""
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Inclusive prefix sum along ``axis`` (widening as ``sum``)."""
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False, dtype=None):
+    """Inclusive prefix product along ``axis`` (widening as ``sum``)."""
+
+
+@builtin
+def sigmoid(x):
+    """``1 / (1 + exp(-x))`` elementwise (float32/float64)."""
+
+
+@builtin
+def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (default 0)."""
+
+
+@builtin
+def cdiv(x, div):
+    """``(x + div - 1) // div``: ceiling division (folded at compile time for constexprs)."""
+
+
+@builtin
+def next_power_of_2(n):
+    """The smallest power of two >= the constexpr int ``n``."""
