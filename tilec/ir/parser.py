@@ -50,7 +50,6 @@ class Token:
 PUNCT = set("()[]{}<>,:=^")
 # Words cover identifiers, numbers (``-1e-05``, ``-inf``) and tile dims (``4x8xf32``).
 WORD_CHARS = set(string.ascii_letters + string.digits + "_.+-")
-NAME_CHARS = set(string.ascii_letters + string.digits + "_")
 SIGILS = {"%": "value", "@": "symbol"}
 
 
@@ -82,19 +81,24 @@ def _scan_token(text: str, pos: int, line: int, col: int) -> tuple[str, int]:
     if ch == '"':
         return "string", _string_end(text, pos, line, col)
     if ch in SIGILS:
-        end = _run_end(text, pos + 1, NAME_CHARS)
+        end = _run_end(text, pos + 1, _is_name_char)
         if end == pos + 1:
             raise ParseError(f"`{ch}` must be followed by a name", line, col, _line_of(text, pos))
         return SIGILS[ch], end
     if ch in WORD_CHARS:
-        return "word", _run_end(text, pos, WORD_CHARS)
+        return "word", _run_end(text, pos, WORD_CHARS.__contains__)
     raise ParseError(f"unexpected character {ch!r}", line, col, _line_of(text, pos))
 
 
-def _run_end(text: str, pos: int, chars: set) -> int:
-    while pos < len(text) and text[pos] in chars:
+def _run_end(text: str, pos: int, is_part) -> int:
+    while pos < len(text) and is_part(text[pos]):
         pos += 1
     return pos
+
+
+def _is_name_char(ch: str) -> bool:
+    """A character of a value name: what the printer keeps (regex ``\\w``, Unicode included)."""
+    return ch.isalnum() or ch == "_"
 
 
 def _string_end(text: str, pos: int, line: int, col: int) -> int:
@@ -308,12 +312,14 @@ class _Parser:
         return self.use()
 
     def op_attrs(self, cls: type) -> dict[str, Any]:
-        attrs = self.attr_dict()
         known = {f.name for f in cls.fields_of_kind("attr")}
-        for name in attrs:
-            if name not in known:
-                self.fail(f"`{cls.NAME}` has no attribute `{name}` (it has: {', '.join(sorted(known)) or 'none'})")
-        return attrs
+        self.expect("{")
+        entries = self.comma_list(self.attr_entry, "}")
+        for tok, _ in entries:
+            if tok.text not in known:
+                self.fail(f"`{cls.NAME}` has no attribute `{tok.text}` (it has: {', '.join(sorted(known)) or 'none'})",
+                          tok)
+        return {tok.text: value for tok, value in entries}
 
     def regions(self, cls: type) -> dict[str, Block]:
         """Each region of ``cls``: ``{`` block ``}``, the next on the same line ``} {``."""
@@ -364,10 +370,10 @@ class _Parser:
     # --- attributes --------------------------------------------------------------
     def attr_dict(self) -> dict[str, Any]:
         self.expect("{")
-        return dict(self.comma_list(self.attr_entry, "}"))
+        return {tok.text: value for tok, value in self.comma_list(self.attr_entry, "}")}
 
-    def attr_entry(self) -> tuple[str, Any]:
-        name = self.expect_kind("word", "an attribute name").text
+    def attr_entry(self) -> tuple[Token, Any]:
+        name = self.expect_kind("word", "an attribute name")
         self.expect("=")
         return name, self.attr_value()
 

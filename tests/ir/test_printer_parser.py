@@ -1,0 +1,421 @@
+"""The text form: golden round trips covering every op, parse errors, and a
+hypothesis test that prints, parses and reprints random well-typed IR."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tilec import ir
+from tilec.ir.ops import BinaryOp, UnaryOp, all_op_classes
+from tilec.ir.parser import ParseError, parse_function, parse_module, tokenize
+from tilec.ir.printer import print_function, print_module
+from tilec.ir.verify import check_roundtrip, verify_function
+
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# --------------------------------------------------------------------------- #
+# Golden texts: together they use every op; each must read back unchanged.
+# --------------------------------------------------------------------------- #
+
+MEMORY = """\
+func @copy(%x_ptr: ptr<f32> {divisibility = 16}, %y_ptr: ptr<f32>, %n: i32 {divisibility = 16, note = "x"}) {
+  %pid = program_id {axis = 0} : i32
+  %npid = num_programs {axis = 2} : i32
+  %offs = arange {start = 0, end = 128} : tile<128xi32>
+  %block = constant {value = 128, type = i32} : i32
+  %base = mul %pid, %block : i32
+  %base_t = splat %base {shape = (128,)} : tile<128xi32>
+  %idx = add %base_t, %offs : tile<128xi32>
+  %n_t = splat %n {shape = (128,)} : tile<128xi32>
+  %mask = cmp %idx, %n_t {pred = "lt"} : tile<128xi1>
+  %xs = splat %x_ptr {shape = (128,)} : tile<128xptr<f32>>
+  %px = addptr %xs, %idx : tile<128xptr<f32>>
+  %zero = constant {value = 0.0, type = tile<128xf32>} : tile<128xf32>
+  %x = load %px, %mask, %zero {cache = ".ca", volatile = true} : tile<128xf32>
+  %ys = splat %y_ptr {shape = (128,)} : tile<128xptr<f32>>
+  %py = addptr %ys, %idx : tile<128xptr<f32>>
+  %hint = assume %py {kind = "multiple_of", values = (16,)} : tile<128xptr<f32>>
+  store %hint, %x, %mask {eviction = "evict_last"}
+  store %py, %x, _
+  %old = atomic_rmw %py, %x, _ {kind = "add"} : tile<128xf32>
+  %prev = atomic_rmw %py, %x, %mask {kind = "xchg", sem = "relaxed", scope = "cta"} : tile<128xf32>
+  %swapped = atomic_cas %py, %old, %prev {sem = "release", scope = "sys"} : tile<128xf32>
+  %all = cmp %mask, %mask {pred = "eq"} : tile<128xi1>
+  assert %all {msg = "says \\"hi\\"\\n"}
+  print [%pid, %x] {prefix = "x = ", hex = true}
+  print [] {prefix = ""}
+  barrier
+  %smem = cast %x_ptr {to = ptr<f16, 3>} : ptr<f16, 3>
+  %addr = cast %x_ptr {to = i64} : i64
+}
+"""
+
+MATH = """\
+func @math(%a: tile<4x8xf32>, %b: tile<4x8xf32>, %i: tile<3x5xi16>, %j: tile<3x5xi16>, %u: u64) {
+  %0 = neg %a : tile<4x8xf32>
+  %1 = abs %0 : tile<4x8xf32>
+  %2 = exp %1 : tile<4x8xf32>
+  %3 = exp2 %2 : tile<4x8xf32>
+  %4 = log %3 : tile<4x8xf32>
+  %5 = log2 %4 : tile<4x8xf32>
+  %6 = sqrt %5 : tile<4x8xf32>
+  %7 = rsqrt %6 : tile<4x8xf32>
+  %8 = sin %7 : tile<4x8xf32>
+  %9 = cos %8 : tile<4x8xf32>
+  %10 = floor %9 : tile<4x8xf32>
+  %11 = ceil %10 : tile<4x8xf32>
+  %12 = erf %11 : tile<4x8xf32>
+  %13 = add %12, %b : tile<4x8xf32>
+  %14 = sub %13, %b : tile<4x8xf32>
+  %15 = mul %14, %b : tile<4x8xf32>
+  %16 = div %15, %b : tile<4x8xf32>
+  %17 = rem %16, %b : tile<4x8xf32>
+  %18 = maximum %17, %b {propagate_nan = true} : tile<4x8xf32>
+  %19 = minimum %18, %b : tile<4x8xf32>
+  %20 = fma %19, %a, %b : tile<4x8xf32>
+  %c = cmp %20, %a {pred = "ge"} : tile<4x8xi1>
+  %21 = select %c, %20, %a : tile<4x8xf32>
+  %h = cast %21 {to = f16, rounding = "rtz"} : tile<4x8xf16>
+  %bits = bitcast %h {to = i16} : tile<4x8xi16>
+  %k = not %i : tile<3x5xi16>
+  %22 = and %k, %j : tile<3x5xi16>
+  %23 = or %22, %j : tile<3x5xi16>
+  %24 = xor %23, %j : tile<3x5xi16>
+  %25 = shl %24, %j : tile<3x5xi16>
+  %26 = shr %25, %j : tile<3x5xi16>
+  %hi = umulhi %u, %u : u64
+  %inf = constant {value = inf, type = f32} : f32
+  %ninf = constant {value = -inf, type = f64} : f64
+  %nan = constant {value = nan, type = bf16} : bf16
+  %tiny = constant {value = -1e-05, type = f32} : f32
+  %negz = constant {value = -0.0, type = f32} : f32
+  %big = constant {value = -9223372036854775808, type = i64} : i64
+  %yes = constant {value = true, type = tile<2xi1>} : tile<2xi1>
+}
+"""
+
+SHAPES = """\
+func @shapes(%a: tile<16x32xf16>, %b: tile<32x8xf16>, %acc: tile<16x8xf32>, %v: tile<1x8xf32>, %s: tile<6xi8>) {
+  %d = dot %a, %b, %acc {input_precision = "tf32"} : tile<16x8xf32>
+  %wide = broadcast %v {shape = (16, 8)} : tile<16x8xf32>
+  %e = expand_dims %s {axis = 1} : tile<6x1xi8>
+  %r = reshape %e {shape = (2, 3)} : tile<2x3xi8>
+  %flat = reshape %r {shape = (6,), can_reorder = true} : tile<6xi8>
+  %t = permute %r {order = (1, 0)} : tile<3x2xi8>
+  %pair = join %t, %t : tile<3x2x2xi8>
+  %lo, %hi = split %pair : tile<3x2xi8>, tile<3x2xi8>
+}
+"""
+
+CONTROL = """\
+func @control(%n: i32, %x: tile<8x5xf32>, %idx: tile<8x5xi32>, %flag: i1) {
+  %zero = constant {value = 0, type = i32} : i32
+  %one = constant {value = 1, type = i32} : i32
+  %s, %count = for %zero, %n, %one, [%x, %zero] : tile<8x5xf32>, i32 {
+  ^(%i: i32, %acc: tile<8x5xf32>, %c: i32):
+    %next = add %acc, %x : tile<8x5xf32>
+    %c1 = add %c, %one : i32
+    yield [%next, %c1]
+  }
+  %m, %am = reduce [%s, %idx] {axis = 1} : tile<8xf32>, tile<8xi32> {
+  ^(%va: f32, %ia: i32, %vb: f32, %ib: i32):
+    %gt = cmp %va, %vb {pred = "gt"} : i1
+    %v = select %gt, %va, %vb : f32
+    %iw = select %gt, %ia, %ib : i32
+    yield [%v, %iw]
+  }
+  %total = reduce [%m] {axis = none} : f32 {
+  ^(%p: f32, %q: f32):
+    %pq = add %p, %q : f32
+    yield [%pq]
+  }
+  %cs = scan [%idx] {axis = 0, reverse = true} : tile<8x5xi32> {
+  ^(%p_1: i32, %q_1: i32):
+    %sum = add %p_1, %q_1 : i32
+    yield [%sum]
+  }
+  %picked = if %flag : f32 {
+    %neg = neg %total : f32
+    yield [%neg]
+  } {
+    yield [%total]
+  }
+  if %flag {
+    barrier
+    yield []
+  } {
+    yield []
+  }
+  %last = while [%zero] : i32 {
+  ^(%w: i32):
+    %more = cmp %w, %n {pred = "lt"} : i1
+    condition %more, [%w]
+  } {
+  ^(%w_1: i32):
+    %w2 = add %w_1, %one : i32
+    yield [%w2]
+  }
+}
+"""
+
+LOCATED = """\
+func @located(%n: i32, %x: tile<8x5xf32>) {
+  %zero = constant {value = 0, type = i32} : i32 loc("kernel.py":3:4)
+  %one = constant {value = 1, type = i32} : i32 loc("kernel.py":4:4)
+  %s = for %zero, %n, %one, [%x] : tile<8x5xf32> {
+  ^(%i: i32, %acc: tile<8x5xf32>):
+    %next = add %acc, %x : tile<8x5xf32> loc("dir/k \\\"q\\\".py":6:8)
+    yield [%next] loc("kernel.py":7:8)
+  } loc("kernel.py":5:4)
+}
+"""
+
+GOLDEN = {"memory": MEMORY, "math": MATH, "shapes": SHAPES, "control": CONTROL, "located": LOCATED}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_golden_text_reads_back_unchanged_and_verifies(name):
+    text = GOLDEN[name]
+    fn = parse_function(text)
+    verify_function(fn)
+    assert print_function(fn, locs="loc(" in text) == text
+    check_roundtrip(fn)
+
+
+def test_golden_texts_cover_every_op():
+    covered = {op.NAME for text in GOLDEN.values() for op in ir.walk(parse_function(text).body)}
+    assert covered == set(all_op_classes())
+
+
+def test_module_of_several_functions_reads_back():
+    text = print_module(parse_module(MEMORY + "\n" + SHAPES))
+    assert text == MEMORY + "\n" + SHAPES
+    assert [f.name for f in parse_module(text).functions] == ["copy", "shapes"]
+
+
+def test_parsed_function_has_typed_values_and_attributes():
+    fn = parse_function(MEMORY)
+    assert fn.arg_names == ["x_ptr", "y_ptr", "n"]
+    assert fn.arg_attrs == [{"divisibility": 16}, {}, {"divisibility": 16, "note": "x"}]
+    assert fn.args[0].type == ir.PointerType(ir.f32)
+    load = next(op for op in fn.body.ops if isinstance(op, ir.Load))
+    assert (load.cache, load.eviction, load.volatile) == (".ca", "", True)
+    assert load.result.type == ir.TileType((128,), ir.f32)
+    assert load.mask.owner.pred == "lt" and load.other.owner.value == 0.0
+    smem = [op for op in fn.body.ops if isinstance(op, ir.Cast)][0]
+    assert smem.to == ir.PointerType(ir.f16, 3)
+    assert next(op for op in fn.body.ops if isinstance(op, ir.Assert)).msg == 'says "hi"\n'
+
+
+def test_parsed_constants_keep_special_floats_and_ints():
+    values = {op.result.name: op.value for op in parse_function(MATH).body.ops if isinstance(op, ir.Constant)}
+    assert values["inf"] == math.inf and values["ninf"] == -math.inf and math.isnan(values["nan"])
+    assert values["tiny"] == -1e-05 and math.copysign(1, values["negz"]) == -1
+    assert values["big"] == -2 ** 63 and values["yes"] is True
+
+
+def test_parsed_locations():
+    fn = parse_function(LOCATED)
+    loop = fn.body.ops[-1]
+    assert loop.loc == ir.Loc("kernel.py", 5, 4)
+    assert [op.loc for op in loop.body.ops] == [ir.Loc('dir/k "q".py', 6, 8), ir.Loc("kernel.py", 7, 8)]
+
+
+def test_parsed_regions_scope():
+    fn = parse_function(CONTROL)
+    loop = next(op for op in fn.body.ops if isinstance(op, ir.For))
+    assert [a.name for a in loop.body.args] == ["i", "acc", "c"]
+    assert loop.body.ops[0].rhs is fn.args[1]  # %x from the enclosing block
+    assert [r.name for r in loop.results] == ["s", "count"]
+    red = next(op for op in fn.body.ops if isinstance(op, ir.Reduce) and op.axis is None)
+    assert red.result.type == ir.f32
+
+
+# --------------------------------------------------------------------------- #
+# Parse errors name the line and column
+# --------------------------------------------------------------------------- #
+
+HEAD = "func @k(%a: f32, %t: tile<4xi32>) {\n"
+
+BAD_TEXTS = [
+    ("  %b = add %a, %zz : f32\n}\n", 2, 16, "value %zz is not defined here"),
+    ("  %b = frobnicate %a : f32\n}\n", 2, 8, "unknown op `frobnicate`"),
+    ("  %b = add %a %a : f32\n}\n", 2, 15, "expected `,` (`add` takes operands lhs, rhs), found `%a`"),
+    ("  %b = add %a, %a\n}\n", 2, 8, "`add` names 1 result(s) but gives 0 type(s)"),
+    ("  %b = add %a, %a : f32, f32\n}\n", 2, 8, "`add` names 1 result(s) but gives 2 type(s)"),
+    ("  %b = add %a, %a {pred = \"lt\"} : f32\n}\n", 2, 20, "`add` has no attribute `pred` (it has: none)"),
+    ("  %b = arange {start = 0} : tile<4xi32>\n}\n", 2, 8, "`arange` needs attribute(s) end"),
+    ("  %b = add %a, %a : f33\n}\n", 2, 21, "unknown type `f33`"),
+    ("  %b = splat %a {shape = (4,)} : tile<0xf32>\n}\n", 2, 39, "bad tile dimensions in `0xf32`"),
+    ("  %b = splat %a {shape = (4,)} : tile<4xf32, blocked>\n}\n", 2, 44, "tile layouts cannot be parsed yet"),
+    ("  print [%a] {prefix = \"oops}\n}\n", 2, 24, "unterminated string"),
+    ("  %b = add %a, %a : f32 $\n}\n", 2, 25, "unexpected character '$'"),
+    ("  %a = neg %a : f32\n}\n", 2, 3, "value %a is defined twice"),
+    ("  %b = neg %a : f32 junk\n}\n", 2, 21, "expected the end of the line, found `junk`"),
+    ("  %b = constant {value = 1.2.3, type = f32} : f32\n}\n", 2, 26, "expected an attribute value, found `1.2.3`"),
+    ("  %b = neg %a : f32\n", 3, 1, "missing `}`"),
+    ("  barrier {\n  }\n}\n", 2, 11, "`barrier` has 0 region(s)"),
+    ("  %r = if %a : f32\n}\n", 2, 19, "expected `{` (`if` has region `then_body`), found the end of the line"),
+]
+
+
+@pytest.mark.parametrize("body, line, col, message", BAD_TEXTS)
+def test_parse_error_names_line_and_column(body, line, col, message):
+    with pytest.raises(ParseError) as info:
+        parse_function(HEAD + body)
+    assert (info.value.message, info.value.line, info.value.col) == (message, line, col)
+    assert str(info.value).startswith(f"line {line}, col {col}: {message}")
+
+
+def test_value_defined_in_a_region_is_not_visible_after_it():
+    text = HEAD + "  if %c {\n    %in = neg %a : f32\n    yield []\n  } {\n    yield []\n  }\n  %b = neg %in : f32\n}\n"
+    text = text.replace("%a: f32,", "%a: f32, %c: i1,")
+    with pytest.raises(ParseError, match=r"line 8, col 12: value %in is not defined here"):
+        parse_function(text)
+
+
+def test_parse_error_quotes_the_line_with_a_caret():
+    with pytest.raises(ParseError) as info:
+        parse_function(HEAD + "  %b = add %a, %zz : f32\n}\n")
+    quoted_line, caret = str(info.value).split("\n")[1:]
+    assert quoted_line == "      %b = add %a, %zz : f32"
+    assert caret == " " * 4 + " " * 15 + "^"  # under the `%` of column 16
+
+
+def test_parse_function_wants_exactly_one_function():
+    with pytest.raises(ParseError, match="exactly one function, found 2"):
+        parse_function(SHAPES + SHAPES)
+
+
+def test_tokenizer_splits_words_names_strings_and_punctuation():
+    toks = [(t.kind, t.text) for t in tokenize('%x_1 = cast %p {to = ptr<f32, 3>, s = "a\\"b"} : -1e-05\n')]
+    assert toks == [("value", "%x_1"), ("punct", "="), ("word", "cast"), ("value", "%p"), ("punct", "{"),
+                    ("word", "to"), ("punct", "="), ("word", "ptr"), ("punct", "<"), ("word", "f32"),
+                    ("punct", ","), ("word", "3"), ("punct", ">"), ("punct", ","), ("word", "s"),
+                    ("punct", "="), ("string", '"a\\"b"'), ("punct", "}"), ("punct", ":"),
+                    ("word", "-1e-05"), ("newline", "\n"), ("eof", "")]
+
+
+# --------------------------------------------------------------------------- #
+# Random well-typed IR: print -> parse -> print is the identity
+# --------------------------------------------------------------------------- #
+
+SCALARS = sorted(ir.SCALAR_TYPES.values(), key=str)
+SHAPES_DRAWN = st.lists(st.integers(1, 9), min_size=0, max_size=3).map(tuple)
+NAMES = st.sampled_from([None, "x", "x_1", "acc", "0", "7", "a b", "_", "x.y", "é"])
+UNARY = [c for c in all_op_classes().values() if issubclass(c, UnaryOp)]
+BINARY = [c for c in all_op_classes().values() if issubclass(c, BinaryOp) and c.NAME not in ("cmp",)]
+
+
+def _accepts(cls: type, t: ir.Type) -> bool:
+    return {"number": not ir.is_pointer(t), "int": ir.is_int(t), "float": ir.is_float(t), "any": True}[cls.ACCEPTS]
+
+
+def _constant_value(draw, elem: ir.ScalarType):
+    if elem.is_bool:
+        return draw(st.booleans())
+    if elem.is_int:
+        return draw(st.integers(-(2 ** (elem.bits - 1)), 2 ** elem.bits - 1))
+    return draw(st.floats(allow_nan=True, allow_infinity=True))
+
+
+class _RandomIR:
+    """Grows a block with random well-typed ops; values live in a pool by scope."""
+
+    def __init__(self, draw, builder: ir.Builder):
+        self.draw, self.b = draw, builder
+
+    def grow(self, pool: list[ir.Value], steps: int, depth: int) -> None:
+        for _ in range(steps):
+            actions = [self.constant, self.unary, self.binary, self.compare, self.cast]
+            if depth < 2:
+                actions += [self.loop, self.branch]
+            self.draw(st.sampled_from(actions))(pool, depth)
+
+    def pick(self, pool, ok=lambda v: True) -> ir.Value | None:
+        choices = [v for v in pool if ok(v)]
+        return self.draw(st.sampled_from(choices)) if choices else None
+
+    def constant(self, pool, depth):
+        elem = self.draw(st.sampled_from(SCALARS))
+        t = ir.with_shape(elem, self.draw(SHAPES_DRAWN))
+        pool.append(self.b.value(ir.Constant, value=_constant_value(self.draw, elem), type=t, name=self.draw(NAMES)))
+
+    def unary(self, pool, depth):
+        cls = self.draw(st.sampled_from(UNARY))
+        v = self.pick(pool, lambda v: _accepts(cls, v.type))
+        if v is not None:
+            pool.append(self.b.value(cls, src=v, name=self.draw(NAMES)))
+
+    def binary(self, pool, depth):
+        cls = self.draw(st.sampled_from(BINARY))
+        lhs = self.pick(pool, lambda v: _accepts(cls, v.type))
+        if lhs is not None:
+            rhs = self.pick(pool, lambda v: v.type == lhs.type)
+            pool.append(self.b.value(cls, lhs=lhs, rhs=rhs, name=self.draw(NAMES)))
+
+    def compare(self, pool, depth):
+        lhs = self.pick(pool)
+        rhs = self.pick(pool, lambda v: v.type == lhs.type)
+        pred = self.draw(st.sampled_from(ir.Compare.PREDICATES))
+        pool.append(self.b.value(ir.Compare, lhs=lhs, rhs=rhs, pred=pred, name=self.draw(NAMES)))
+
+    def cast(self, pool, depth):
+        to = self.draw(st.sampled_from(SCALARS))
+        pool.append(self.b.value(ir.Cast, src=self.pick(pool), to=to, name=self.draw(NAMES)))
+
+    def loop(self, pool, depth):
+        bounds = [v for v in pool if v.type == ir.i32][:1] or [self.b.value(ir.Constant, value=4, type=ir.i32)]
+        carried = self.draw(st.lists(st.sampled_from(pool), max_size=3))
+        op = ir.For(lower=bounds[0], upper=bounds[0], step=bounds[0], inits=carried, loc=self.b.loc)
+        args = [op.body.add_arg(ir.i32, self.draw(NAMES))] + [op.body.add_arg(v.type) for v in carried]
+        self.region(op.body, pool + args, carried, depth)
+        self.append(op, pool)
+
+    def branch(self, pool, depth):
+        cond = self.pick(pool, lambda v: v.type == ir.i1) or self.b.value(ir.Constant, value=True, type=ir.i1)
+        yielded = self.draw(st.lists(st.sampled_from(pool), max_size=2))
+        op = ir.If(cond=cond, loc=self.b.loc)
+        self.region(op.then_body, list(pool), yielded, depth)
+        self.region(op.else_body, list(pool), yielded, depth)
+        self.append(op, pool)
+
+    def region(self, block: ir.Block, pool, like: list[ir.Value], depth: int) -> None:
+        """Random ops, then a yield of values typed as ``like`` (from the region's pool)."""
+        with self.b.at(block):
+            self.grow(pool, self.draw(st.integers(0, 4)), depth + 1)
+            values = [self.pick(pool, lambda v, t=v.type: v.type == t) for v in like]
+            self.b.create(ir.Yield, values=values)
+
+    def append(self, op: ir.Op, pool) -> None:
+        op.make_results([self.draw(NAMES) for _ in op.infer_types()])
+        self.b.block.ops.append(op)
+        pool.extend(op.results)
+
+
+@st.composite
+def random_functions(draw) -> ir.Function:
+    b = ir.Builder(loc=ir.Loc(draw(st.sampled_from(["k.py", 'we"ird\\name.py'])), draw(st.integers(0, 99)), 3))
+    arg_types = draw(st.lists(st.sampled_from(SCALARS + [ir.PointerType(ir.f16, 3)]), min_size=1, max_size=3))
+    pool = [b.block.add_arg(t) for t in arg_types]
+    names = [draw(NAMES.filter(bool)) for _ in pool]
+    attrs = [draw(st.sampled_from([{}, {"divisibility": 16}])) for _ in pool]
+    grower = _RandomIR(draw, b)
+    grower.constant(pool, 0)
+    grower.grow(pool, draw(st.integers(1, 12)), 0)
+    return ir.Function(draw(st.sampled_from(["k", "kernel_2"])), b.block, names, attrs)
+
+
+@PROPERTY
+@given(random_functions())
+def test_random_ir_prints_parses_and_reprints_identically(fn):
+    verify_function(fn)
+    for locs in (False, True):
+        text = print_function(fn, locs)
+        again = parse_function(text)
+        verify_function(again)
+        assert print_function(again, locs) == text
+    check_roundtrip(fn)
