@@ -1,0 +1,24 @@
+"""tilec: a pure-Python compiler for GPU tile kernels written in Triton's language.
+
+    import tilec
+    import tilec.language as tl
+
+    @tilec.jit
+    def add(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n) + tl.load(y + offs, mask=offs < n), mask=offs < n)
+
+    add[(tilec.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+
+Importing tilec is cheap: the front end, the interpreter and LLVM load on first use.
+"""
+from . import language  # noqa: F401
+from .errors import CompilationError, InterpreterError, TilecError  # noqa: F401
+from .launch import CompiledKernel, JITFunction, cdiv, jit, next_power_of_2  # noqa: F401
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "jit", "JITFunction", "CompiledKernel", "cdiv", "next_power_of_2",
+    "CompilationError", "InterpreterError", "TilecError", "language", "__version__",
+]

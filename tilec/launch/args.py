@@ -1,0 +1,210 @@
+"""What each kernel argument is: its IR type, what specialization promises about
+it, the value the launcher passes, and where its memory lives.
+
+``classify_arg`` turns one bound argument into a ``KernelArg``:
+
+* a ``tl.constexpr`` parameter keeps its plain Python value (``type`` None);
+* ``bool`` -> ``i1``; ``int`` -> ``i32`` if it fits, else ``i64`` (``u64`` from
+  2**63 up); ``float`` -> ``f32`` (Triton's rule); numpy scalars by their dtype;
+* an ``int`` equal to 1 becomes a constexpr (as in Triton: code like
+  ``offs * stride`` then folds away for contiguous inputs); an integer
+  divisible by 16 carries ``("divisibility", 16)``;
+* arrays become pointers to their element type: numpy arrays and CPU torch
+  tensors live on the ``"host"``; torch CUDA tensors and objects exposing
+  ``__cuda_array_interface__`` or a CUDA/ROCm ``__dlpack_device__`` live on a
+  device.  A pointer whose address is 16-byte aligned carries
+  ``("divisibility", 16)``.  bf16 host memory is passed as an ``int16`` view
+  of the same bytes (numpy has no bf16); the IR type says it is bf16.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..ir.types import PointerType, ScalarType, Type, bf16, f32, i1, i32, i64, u64
+
+DIVISIBLE_16 = (("divisibility", 16),)
+
+# numpy (and torch, ml_dtypes) dtype names -> IR element types.
+ELEM_TYPES = {
+    "bool": i1, "int8": ScalarType("i8"), "int16": ScalarType("i16"), "int32": i32, "int64": i64,
+    "uint8": ScalarType("u8"), "uint16": ScalarType("u16"), "uint32": ScalarType("u32"), "uint64": u64,
+    "float16": ScalarType("f16"), "bfloat16": bf16, "float32": f32, "float64": ScalarType("f64"),
+}
+_NUMPY_SCALAR = {t: np.dtype(n).type for n, t in ELEM_TYPES.items() if n != "bfloat16"}
+
+# DLPack device types (dlpack.h): where a ``__dlpack_device__`` array lives.
+_DLPACK_PLACES = {1: "host", 2: "cuda", 10: "rocm"}
+
+
+@dataclass(frozen=True, eq=False)
+class KernelArg:
+    """One bound argument, classified.
+
+    ``type`` is the IR type (``None`` for a constexpr); ``value`` the
+    constexpr's value or what the launcher passes (a host numpy array, a
+    device address, a typed numpy scalar); ``place`` where an array's memory
+    lives (``None`` for scalars and constexprs).
+    """
+
+    name: str
+    type: Optional[Type]
+    value: Any
+    attrs: tuple = ()
+    place: Optional[str] = None
+
+    @property
+    def is_constexpr(self) -> bool:
+        return self.type is None
+
+    @property
+    def key(self) -> tuple:
+        """What the compiled variant depends on (``type(value)`` keeps 1, 1.0 and True apart)."""
+        if self.is_constexpr:
+            return (None, type(self.value), self.value)
+        return (self.type, self.attrs)
+
+
+def classify_arg(name: str, value: Any, constexpr: bool, kernel: str) -> KernelArg:
+    """``value`` bound to parameter ``name`` of ``kernel``, classified (see the module doc)."""
+    where = f"argument `{name}` of kernel `{kernel}`"
+    if constexpr:
+        return _constexpr_arg(name, value, where)
+    for accepts, make in _CLASSIFIERS:
+        if accepts(value):
+            return make(name, value, where)
+    raise TypeError(f"{where}: expected an array or a scalar, got {type(value).__name__}")
+
+
+def is_array(value: Any) -> bool:
+    """True for anything ``classify_arg`` would pass as a pointer."""
+    return any(accepts(value) for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS)
+
+
+# --------------------------------------------------------------------------- #
+# constexprs and scalars
+# --------------------------------------------------------------------------- #
+
+def _constexpr_arg(name: str, value: Any, where: str) -> KernelArg:
+    if is_array(value):
+        raise TypeError(f"{where} is a tl.constexpr: pass a plain Python value, got {type(value).__name__}")
+    if isinstance(value, np.generic):
+        value = value.item()
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"{where} is a tl.constexpr: its value must be hashable "
+                        f"(a tuple, not a {type(value).__name__})") from None
+    return KernelArg(name, None, value)
+
+
+def _none_arg(name: str, value: None, where: str) -> KernelArg:
+    raise TypeError(f"{where}: got None, which only a tl.constexpr parameter may take")
+
+
+def _bool_arg(name: str, value: Any, where: str) -> KernelArg:
+    return KernelArg(name, i1, np.bool_(value))
+
+
+def _int_arg(name: str, value: int, where: str) -> KernelArg:
+    if value == 1:
+        return KernelArg(name, None, 1)
+    t = _int_type(value, where)
+    return KernelArg(name, t, _NUMPY_SCALAR[t](value), _divisibility(value))
+
+
+def _int_type(value: int, where: str) -> ScalarType:
+    if -2**31 <= value < 2**31:
+        return i32
+    if -2**63 <= value < 2**63:
+        return i64
+    if 2**63 <= value < 2**64:
+        return u64
+    raise ValueError(f"{where}: integer {value} does not fit in 64 bits")
+
+
+def _float_arg(name: str, value: float, where: str) -> KernelArg:
+    return KernelArg(name, f32, np.float32(value))
+
+
+def _numpy_scalar_arg(name: str, value: np.generic, where: str) -> KernelArg:
+    t = _elem_type(value.dtype.name, where)
+    attrs = _divisibility(int(value)) if t.is_int and not t.is_bool else ()
+    return KernelArg(name, t, value, attrs)
+
+
+def _divisibility(n: int) -> tuple:
+    return DIVISIBLE_16 if n % 16 == 0 else ()
+
+
+def _elem_type(dtype_name: str, where: str) -> ScalarType:
+    t = ELEM_TYPES.get(dtype_name)
+    if t is None:
+        raise TypeError(f"{where}: {dtype_name} is not supported (supported: {', '.join(ELEM_TYPES)})")
+    return t
+
+
+# --------------------------------------------------------------------------- #
+# arrays
+# --------------------------------------------------------------------------- #
+
+def _numpy_arg(name: str, a: np.ndarray, where: str) -> KernelArg:
+    t = _elem_type(a.dtype.name, where)
+    memory = a.view(np.int16) if t == bf16 else a  # ml_dtypes bf16: same bytes, a dtype numpy knows
+    return _pointer_arg(name, t, memory, a.__array_interface__["data"][0], "host")
+
+
+def _pointer_arg(name: str, elem: ScalarType, value: Any, address: int, place: str) -> KernelArg:
+    return KernelArg(name, PointerType(elem), value, _divisibility(address), place)
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")  # only a program that imported torch can pass a tensor
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _torch_arg(name: str, t: Any, where: str) -> KernelArg:
+    elem = _elem_type(str(t.dtype).removeprefix("torch."), where)
+    if t.device.type != "cpu":
+        return _pointer_arg(name, elem, t.data_ptr(), t.data_ptr(), t.device.type)
+    t = t.detach()
+    host = (t.view(sys.modules["torch"].int16) if elem == bf16 else t).numpy()  # shares t's memory
+    return _pointer_arg(name, elem, host, t.data_ptr(), "host")
+
+
+def _cuda_array_arg(name: str, value: Any, where: str) -> KernelArg:
+    iface = value.__cuda_array_interface__
+    elem = _elem_type(np.dtype(iface["typestr"]).name, where)
+    address = iface["data"][0]
+    return _pointer_arg(name, elem, address, address, "cuda")
+
+
+def _dlpack_arg(name: str, value: Any, where: str) -> KernelArg:
+    device_type, _ = value.__dlpack_device__()
+    place = _DLPACK_PLACES.get(int(device_type))
+    if place is None:
+        raise TypeError(f"{where}: arrays on DLPack device type {device_type} are not supported")
+    if place == "host":
+        return _numpy_arg(name, np.from_dlpack(value), where)
+    elem = _elem_type(str(value.dtype).rsplit(".", 1)[-1], where)
+    return KernelArg(name, PointerType(elem), value, (), place)  # the address is the backend's to read
+
+
+_ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg)
+
+# First match wins: numpy scalars before Python ones (np.float64 is a float),
+# bool before int (bool is an int).
+_CLASSIFIERS: list[tuple[Callable[[Any], bool], Callable[[str, Any, str], KernelArg]]] = [
+    (lambda v: v is None, _none_arg),
+    (lambda v: isinstance(v, np.generic), _numpy_scalar_arg),
+    (lambda v: isinstance(v, bool), _bool_arg),
+    (lambda v: isinstance(v, int), _int_arg),
+    (lambda v: isinstance(v, float), _float_arg),
+    (lambda v: isinstance(v, np.ndarray), _numpy_arg),
+    (_is_torch_tensor, _torch_arg),
+    (lambda v: hasattr(v, "__cuda_array_interface__"), _cuda_array_arg),
+    (lambda v: hasattr(v, "__dlpack_device__"), _dlpack_arg),
+]

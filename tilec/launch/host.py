@@ -1,0 +1,20 @@
+"""Runs a compiled kernel on the host through the numpy reference interpreter.
+
+This is how every kernel runs until the CPU backend exists: slow, but it
+checks every access and defines what each op means.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .args import KernelArg
+from .compiler import CompiledKernel
+
+
+def run(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg]) -> None:
+    """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing them in place."""
+    if 0 in grid:
+        return  # an empty grid launches no program, as on a GPU
+    from ..ir.interpret import interpret  # numpy-heavy: loaded on the first host launch
+
+    interpret(compiled.fn, grid, compiled.runtime_args(args))
