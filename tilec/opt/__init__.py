@@ -1,0 +1,41 @@
+"""Generic passes over tile IR, one a file, each a function ``Function -> Function``
+that builds a new function through a value map (the input is never mutated).
+
+``optimize(fn)`` runs the default pipeline until the IR stops changing.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Function
+from ..ir.printer import print_function
+from .canonicalize import canonicalize
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .fold_constants import fold_constants
+from .licm import hoist_loop_invariants
+from .pass_manager import PassManager
+
+__all__ = [
+    "PassManager", "DEFAULT_PIPELINE", "optimize", "canonicalize", "fold_constants",
+    "eliminate_common_subexpressions", "hoist_loop_invariants", "eliminate_dead_code",
+]
+
+DEFAULT_PIPELINE = (canonicalize, fold_constants, eliminate_common_subexpressions,
+                    hoist_loop_invariants, eliminate_dead_code)
+
+# Each round can expose work for the next (a fold feeds an identity, a hoist
+# feeds CSE in the outer block); a few rounds reach the fixed point in practice.
+MAX_ROUNDS = 4
+
+
+def optimize(fn: Function, verify: bool = True, dump: Optional[bool] = None) -> Function:
+    """``fn`` after ``DEFAULT_PIPELINE``, repeated until its text stops changing."""
+    manager = PassManager(DEFAULT_PIPELINE, verify=verify, dump=dump)
+    text = print_function(fn)
+    for _ in range(MAX_ROUNDS):
+        fn = manager.run(fn)
+        text, before = print_function(fn), text
+        if text == before:
+            break
+    return fn

@@ -1,0 +1,61 @@
+"""Runs passes in order, checking and showing the IR after each.
+
+* ``verify`` (default on) runs ``tilec.ir.verify.verify_function`` after every
+  pass, so a pass that breaks the IR is named at once rather than blamed on a
+  later stage; with ``TILEC_CHECK=1`` the text form must also round-trip.
+* ``dump`` (default: ``ir`` in ``TILEC_DUMP``, e.g. ``TILEC_DUMP=ir,llvm``)
+  prints the IR after every pass to stderr, headed
+  ``// -----// IR after <pass> //----- //``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable, Optional, Sequence
+
+from ..ir.core import Function, VerifyError
+from ..ir.printer import print_function
+
+Pass = Callable[[Function], Function]
+
+
+def dump_requested(what: str = "ir") -> bool:
+    """True when ``TILEC_DUMP`` (a comma-separated list) names ``what``."""
+    return what in os.environ.get("TILEC_DUMP", "").replace(" ", "").split(",")
+
+
+def pass_name(p: Pass) -> str:
+    return getattr(p, "__name__", type(p).__name__)
+
+
+class PassManager:
+    """``PassManager(passes).run(fn)`` applies ``passes`` to ``fn`` in order."""
+
+    def __init__(self, passes: Sequence[Pass], verify: bool = True, dump: Optional[bool] = None):
+        self.passes = list(passes)
+        self.verify = verify
+        self.dump = dump_requested() if dump is None else dump
+        self.roundtrip = os.environ.get("TILEC_CHECK", "") not in ("", "0")
+
+    def run(self, fn: Function) -> Function:
+        for p in self.passes:
+            fn = p(fn)
+            self._after(pass_name(p), fn)
+        return fn
+
+    __call__ = run
+
+    def _after(self, name: str, fn: Function) -> None:
+        if self.dump:
+            sys.stderr.write(f"// -----// IR after {name} //----- //\n{print_function(fn)}\n")
+        if self.verify:
+            self._check(name, fn)
+
+    def _check(self, name: str, fn: Function) -> None:
+        from ..ir import verify  # imported late: verify imports the parser, which passes do not need
+        try:
+            verify.verify_function(fn)
+            if self.roundtrip:
+                verify.check_roundtrip(fn)
+        except VerifyError as e:
+            raise VerifyError(f"IR is invalid after pass {name}: {e}") from e
