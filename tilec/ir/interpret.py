@@ -1,0 +1,393 @@
+"""The reference interpreter: runs a kernel's tile IR with numpy.  It defines every op.
+
+``interpret(fn, grid, args)`` runs all programs of ``grid`` in chunks, each
+chunk at once: every value has a leading batch axis with one entry per program
+(``interp_ops`` explains the layout).  Where programs diverge -- an ``if``
+whose condition, or a ``for``/``while`` whose trip count, differs across the
+batch -- the batch splits: each side runs on the subset of programs that takes
+it, in a sub-frame that reads outer values restricted to its rows, and the
+results merge back.
+
+Memory is real: pointers are addresses into the argument arrays, checked on
+every access (``interp_memory``).  Programs of a chunk run in lockstep, so a
+kernel that waits on another program (a spin lock: ``atomic_cas``, or
+``atomic_rmw`` ``xchg``) could never make progress; such kernels run one
+program at a time, in program order (x fastest, then y, then z).  Even so, a
+program may only wait for programs launched before it.
+
+The op table ``RUN`` maps each op class to ``fn(op, frame)``; pure ops come
+from ``interp_ops.PURE`` (use ``evaluate_pure`` to run one on its own).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..errors import InterpreterError, TilecError
+from . import ops as ir
+from .core import Block, Function, Op, Value, walk
+from .interp_dtypes import ADDRESS, compute_dtype, convert_constant, memory_dtype, to_memory
+from .interp_memory import Access, Memory
+from .interp_ops import PURE, elementwise_fn, evaluate_pure  # noqa: F401  (re-exported)
+from . import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
+from .types import PointerType, ScalarType, elem_type, shape_of
+
+# Programs per chunk are chosen so the largest tile of a chunk has about this many elements.
+CHUNK_ELEMENTS = 1 << 16
+
+RUN: dict[type, Callable[[Op, "Frame"], None]] = {}
+
+
+def runs(*classes: type):
+    """Register the decorated ``fn(op, frame)`` as the way to run ``classes``."""
+    def register(fn):
+        for cls in classes:
+            RUN[cls] = fn
+        return fn
+    return register
+
+
+def interpret(fn: Function, grid, args: list) -> None:
+    """Run kernel ``fn`` over ``grid`` (up to three ints) on ``args``; results land in the arrays."""
+    launch = Launch(fn, _grid3(fn, grid), list(args))
+    with np.errstate(all="ignore"):
+        for pids in launch.chunks():
+            frame = Frame(launch, pids)
+            run_block(fn.body, frame, launch.arg_values)
+
+
+def _grid3(fn: Function, grid) -> tuple[int, int, int]:
+    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    if not 1 <= len(grid) <= 3 or any(not isinstance(g, (int, np.integer)) or g < 0 for g in grid):
+        raise ValueError(f"grid of kernel `{fn.name}` must be 1 to 3 non-negative ints, got {grid}")
+    return tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+
+
+class Launch:
+    """What every frame of one launch shares: kernel, grid, memory, which values are used."""
+
+    def __init__(self, fn: Function, grid: tuple, args: list):
+        self.fn, self.grid = fn, grid
+        self.arg_values = [_arg_value(fn, i, a) for i, a in enumerate(_check_arity(fn, args))]
+        self.memory = Memory(fn, args, self.raise_at)
+        ops = list(walk(fn.body))
+        self.used = {v for op in ops for v in op.operands}
+        self.serial = any(isinstance(op, ir.AtomicCAS) or getattr(op, "kind", "") == "xchg" and
+                          isinstance(op, ir.AtomicRMW) for op in ops)
+        self.chunk = 1 if self.serial else max(1, CHUNK_ELEMENTS // _largest_tile(fn, ops))
+
+    def chunks(self):
+        """``(P, 3)`` program ids of each chunk, in program order (x fastest)."""
+        gx, gy, gz = self.grid
+        total = gx * gy * gz
+        for start in range(0, total, self.chunk):
+            lin = np.arange(start, min(total, start + self.chunk))
+            yield np.stack([lin % gx, lin // gx % gy, lin // (gx * gy)], axis=1).astype(np.int32)
+
+    def raise_at(self, op: Op, message: str):
+        loc = op.loc
+        raise InterpreterError(loc.file, loc.line, loc.col, message, kernel=self.fn.name)
+
+    def program_name(self, pid) -> str:
+        if self.grid[1:] == (1, 1):
+            return f"program {int(pid[0])}"
+        return "program ({}, {}, {})".format(*(int(p) for p in pid))
+
+
+def _check_arity(fn: Function, args: list) -> list:
+    if len(args) != len(fn.args):
+        raise TypeError(f"kernel `{fn.name}` takes {len(fn.args)} arguments, got {len(args)}")
+    return args
+
+
+def _arg_value(fn: Function, i: int, a) -> np.ndarray:
+    """Argument ``i`` as a batch-1 array: an address for a pointer, the converted scalar otherwise."""
+    t, name = fn.args[i].type, fn.arg_names[i] if i < len(fn.arg_names) else f"#{i}"
+    if isinstance(t, PointerType):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"argument `{name}` of kernel `{fn.name}` is a {t} and needs a numpy array, "
+                            f"got {type(a).__name__}")
+        return np.array([a.__array_interface__["data"][0]], ADDRESS)
+    if not isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise TypeError(f"argument `{name}` of kernel `{fn.name}` is a scalar {t}, got {type(a).__name__}")
+    return convert_constant(a.item() if isinstance(a, np.generic) else a, t)[None]
+
+
+def _largest_tile(fn: Function, ops: list) -> int:
+    values = [v for op in ops for v in op.results] + [a for op in ops for r in op.regions for a in r.args]
+    return max([1] + [math.prod(shape_of(v.type)) for v in values])
+
+
+# --------------------------------------------------------------------------- #
+# Frames and blocks
+# --------------------------------------------------------------------------- #
+
+def take_rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``x`` restricted to batch ``rows`` (a batch-1 value is the same for every row)."""
+    return x if x.shape[0] == 1 else x[rows]
+
+
+class Frame:
+    """The values of a batch of programs.  A sub-frame (``subset``) reads its
+    parent's values restricted to its rows, lazily, and defines its own."""
+
+    def __init__(self, launch: Launch, pids: np.ndarray, parent: Optional["Frame"] = None,
+                 rows: Optional[np.ndarray] = None):
+        self.launch, self.pids, self.parent, self.rows = launch, pids, parent, rows
+        self.values: dict[Value, np.ndarray] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.pids)
+
+    def __getitem__(self, v: Value) -> np.ndarray:
+        got = self.values.get(v)
+        if got is None:
+            got = self.values[v] = take_rows(self.parent[v], self.rows)
+        return got
+
+    def bind(self, values: list, arrays: list) -> None:
+        self.values.update(zip(values, arrays))
+
+    def subset(self, rows: np.ndarray) -> "Frame":
+        return Frame(self.launch, self.pids[rows], self, rows)
+
+
+def run_block(block: Block, frame: Frame, args: list) -> list:
+    """Run ``block`` with its arguments bound to ``args``; the arrays its terminator passes on."""
+    frame.bind(block.args, args)
+    for op in block.ops:
+        if op.IS_TERMINATOR:
+            return [frame[v] for v in op.operands]
+        runner = RUN.get(type(op))
+        if runner is None:
+            frame.launch.raise_at(op, f"the interpreter cannot run `{op.NAME}`")
+        try:
+            runner(op, frame)
+        except TilecError:
+            raise
+        except Exception as e:  # a numpy failure deep inside must still name the user's line
+            frame.launch.raise_at(op, f"`{op.NAME}` failed in the interpreter: {type(e).__name__}: {e}")
+    return []
+
+
+def _run_pure(op: Op, frame: Frame) -> None:
+    frame.bind(op.results, PURE[type(op)](op, [frame[v] for v in op.operands]))
+
+
+def _merge(size: int, parts: list) -> list:
+    """Full-batch arrays from ``[(rows, arrays)]`` parts that cover every row once."""
+    merged = []
+    for i, first in enumerate(parts[0][1]):
+        out = np.empty((size,) + first.shape[1:], first.dtype)
+        for rows, arrays in parts:
+            out[rows] = arrays[i]
+        merged.append(out)
+    return merged
+
+
+# --------------------------------------------------------------------------- #
+# Program geometry and control flow
+# --------------------------------------------------------------------------- #
+
+@runs(ir.ProgramId)
+def _program_id(op, frame):
+    frame.bind(op.results, [frame.pids[:, op.axis]])
+
+
+@runs(ir.NumPrograms)
+def _num_programs(op, frame):
+    frame.bind(op.results, [np.full(1, frame.launch.grid[op.axis], np.int32)])
+
+
+@runs(ir.If)
+def _if(op, frame):
+    cond = frame[op.cond]
+    if cond.all() or not cond.any():
+        frame.bind(op.results, run_block(op.then_body if cond.all() else op.else_body, frame, []))
+        return
+    taken, skipped = np.flatnonzero(cond), np.flatnonzero(~cond)
+    parts = [(taken, run_block(op.then_body, frame.subset(taken), [])),
+             (skipped, run_block(op.else_body, frame.subset(skipped), []))]
+    frame.bind(op.results, _merge(frame.size, parts))
+
+
+def _trip_counts(op, frame, lower, upper, step) -> np.ndarray:
+    lo, hi, st = (x.astype(np.int64) for x in np.broadcast_arrays(lower, upper, step))
+    if (st == 0).any():
+        frame.launch.raise_at(op, "`for` loop step is 0 (the loop would never end)")
+    distance = np.where(st > 0, hi - lo, lo - hi)
+    return np.maximum(0, (distance + np.abs(st) - 1) // np.abs(st))
+
+
+def _uniform(x: np.ndarray) -> bool:
+    return x.shape[0] == 1 or bool((x == x[0]).all())
+
+
+@runs(ir.For)
+def _for(op, frame):
+    lower, upper, step = frame[op.lower], frame[op.upper], frame[op.step]
+    trips = _trip_counts(op, frame, lower, upper, step)
+    carried = [frame[v] for v in op.inits]
+    dtype = lower.dtype
+    if _uniform(lower) and _uniform(step) and _uniform(trips):
+        lo, st = int(lower[0]), int(step[0])
+        for k in range(int(trips[0])):
+            iv = np.array([lo + k * st]).astype(dtype)
+            carried = run_block(op.body, frame, [iv] + carried)
+    else:
+        carried = _divergent_for(op, frame, lower.astype(np.int64), step.astype(np.int64), trips, carried)
+    frame.bind(op.results, carried)
+
+
+def _divergent_for(op, frame, lower, step, trips, carried) -> list:
+    """Iterate while any program has trips left, running the body on those that do."""
+    size, dtype = frame.size, op.lower.type
+    trips = np.broadcast_to(trips, (size,))
+    carried = [np.array(np.broadcast_to(c, (size,) + c.shape[1:])) for c in carried]
+    for k in range(int(trips.max(initial=0))):
+        active = np.flatnonzero(trips > k)
+        iv = (lower + k * step).astype(compute_dtype(dtype))
+        sub = frame if len(active) == size else frame.subset(active)
+        new = run_block(op.body, sub, [take_rows(iv, active)] + [c[active] for c in carried])
+        for c, n in zip(carried, new):
+            c[active] = n
+    return carried
+
+
+@runs(ir.While)
+def _while(op, frame):
+    rows, sub, carried, done = np.arange(frame.size), frame, [frame[v] for v in op.inits], []
+    while True:
+        cond, *vals = run_block(op.before, sub, carried)
+        if not cond.all():
+            keep = np.broadcast_to(cond, (len(rows),))
+            stop, live = np.flatnonzero(~keep), np.flatnonzero(keep)
+            done.append((rows[stop], [take_rows(v, stop) for v in vals]))
+            if not len(live):
+                break
+            rows, vals = rows[live], [take_rows(v, live) for v in vals]
+            sub = frame.subset(rows)
+        carried = run_block(op.after, sub, vals)
+    frame.bind(op.results, _merge(frame.size, done))
+
+
+# --------------------------------------------------------------------------- #
+# Memory
+# --------------------------------------------------------------------------- #
+
+def _access(op, frame, what: str, ptr, mask, others: list) -> tuple[Access, tuple, list]:
+    """The checked-access description of ``ptr`` under ``mask``, the full lane shape,
+    and ``others`` (values, per lane) broadcast and restricted to the masked-in lanes."""
+    arrays = np.broadcast_arrays(ptr, *([] if mask is None else [mask]), *others)
+    ptr, shape = arrays[0], arrays[0].shape
+    if mask is not None and arrays[1].all():
+        mask = None
+    lanes = None if mask is None else np.flatnonzero(arrays[1])
+    pick = (lambda x: x.reshape(-1)) if lanes is None else (lambda x: x.reshape(-1)[lanes])
+    per_program = max(1, math.prod(shape[1:]))
+    launch = frame.launch
+    acc = Access(what, pick(ptr), lanes, elem_type(op.ptr.type).elem,
+                 lambda lane: launch.program_name(frame.pids[min(lane // per_program, frame.size - 1)]),
+                 mask is not None)
+    return acc, shape, [pick(x) for x in arrays[len(arrays) - len(others):]]
+
+
+def _scatter_lanes(shape: tuple, acc: Access, flat: np.ndarray, fill) -> np.ndarray:
+    """A ``shape`` array holding ``flat`` at the masked-in lanes and ``fill`` elsewhere."""
+    if acc.lanes is None:
+        return flat.reshape(shape)
+    out = np.array(np.broadcast_to(fill, shape), dtype=flat.dtype)
+    out.reshape(-1)[acc.lanes] = flat
+    return out
+
+
+@runs(ir.Load)
+def _load(op, frame):
+    mask = None if op.mask is None else frame[op.mask]
+    acc, shape, _ = _access(op, frame, "load", frame[op.ptr], mask, [])
+    fill = 0 if op.other is None else frame[op.other]
+    frame.bind(op.results, [_scatter_lanes(shape, acc, frame.launch.memory.load(op, acc), fill)])
+
+
+@runs(ir.Store)
+def _store(op, frame):
+    mask = None if op.mask is None else frame[op.mask]
+    acc, _, (value,) = _access(op, frame, "store", frame[op.ptr], mask, [frame[op.value]])
+    frame.launch.memory.store(op, acc, value)
+
+
+_ATOMIC_CLASSES = {"add": ir.Add, "max": ir.Maximum, "min": ir.Minimum, "and": ir.And, "or": ir.Or,
+                   "xor": ir.Xor}
+_ATOMIC_UFUNCS = {"add": np.add, "max": np.fmax, "min": np.fmin, "and": np.bitwise_and,
+                  "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def _native(t) -> bool:
+    """Whether ``t``'s memory bytes are its compute values (so a ufunc may update memory directly)."""
+    return isinstance(t, ScalarType) and not t.is_bool and memory_dtype(t) == compute_dtype(t)
+
+
+@runs(ir.AtomicRMW)
+def _atomic_rmw(op, frame):
+    elem = elem_type(op.ptr.type).elem
+    mask = None if op.mask is None else frame[op.mask]
+    acc, shape, (val,) = _access(op, frame, f"atomic_{op.kind}", frame[op.ptr], mask, [frame[op.val]])
+    update = (lambda old, v: v) if op.kind == "xchg" else elementwise_fn(_ATOMIC_CLASSES[op.kind], elem)
+    ufunc = _ATOMIC_UFUNCS.get(op.kind) if _native(elem) else None
+    old = frame.launch.memory.atomic(op, acc, update, [val], op.result in frame.launch.used, ufunc)
+    frame.bind(op.results, [_scatter_lanes(shape, acc, old, 0)])
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
+    unsigned = np.dtype(f"u{memory_dtype(t).itemsize}")
+    return to_memory(a, t).view(unsigned) == np.ascontiguousarray(to_memory(b, t)).view(unsigned)
+
+
+@runs(ir.AtomicCAS)
+def _atomic_cas(op, frame):
+    elem = elem_type(op.ptr.type).elem
+    acc, shape, (cmp, val) = _access(op, frame, "atomic_cas", frame[op.ptr], None, [frame[op.cmp], frame[op.val]])
+    update = lambda old, c, v: np.where(_same_bits(np.ascontiguousarray(old), c, elem), v, old)  # noqa: E731
+    old = frame.launch.memory.atomic(op, acc, update, [cmp, val], True, None)
+    frame.bind(op.results, [_scatter_lanes(shape, acc, old, 0)])
+
+
+# --------------------------------------------------------------------------- #
+# Debugging and hints
+# --------------------------------------------------------------------------- #
+
+def _format(x: np.ndarray, hex_: bool) -> str:
+    if hex_ and x.dtype.kind in "iub":
+        return np.array2string(np.asarray(x), formatter={"int": hex})
+    return np.array2string(np.asarray(x)) if x.ndim else str(x)
+
+
+@runs(ir.Print)
+def _print(op, frame):
+    values = [frame[v] for v in op.values]
+    for row, pid in enumerate(frame.pids):
+        shown = " ".join(_format(v[min(row, v.shape[0] - 1)], op.hex) for v in values)
+        print(f"pid ({pid[0]}, {pid[1]}, {pid[2]}) {op.prefix}: {shown}")
+
+
+@runs(ir.Assert)
+def _assert(op, frame):
+    cond = np.broadcast_to(frame[op.cond], (frame.size,) + shape_of(op.cond.type))
+    if cond.all():
+        return
+    first = np.argwhere(~cond)[0]
+    where = f", index {tuple(int(i) for i in first[1:])}" if len(first) > 1 else ""
+    launch = frame.launch
+    launch.raise_at(op, f"device_assert failed: {op.msg} ({launch.program_name(frame.pids[first[0]])}{where})")
+
+
+@runs(ir.Barrier)
+def _barrier(op, frame):
+    """Programs run their ops in lockstep already: nothing to wait for."""
+
+
+for _cls in PURE:
+    RUN.setdefault(_cls, _run_pure)
