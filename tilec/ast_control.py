@@ -1,0 +1,298 @@
+"""Control flow for the front end: Python loops and branches -> structured IR.
+
+``ControlFlowMixin`` is part of ``ast_parse.CodeGenerator``:
+
+* ``if`` on a constexpr walks one branch; on a tensor it builds ``ir.If``,
+  walking each branch on a copy of the scope and yielding the names whose
+  value differs between the branches (defined before the ``if`` or in both).
+* ``for`` over ``range``/``tl.range`` builds ``ir.For``; the names assigned
+  in the body that are defined before the loop are carried as block
+  arguments.  ``tl.static_range`` and tuples are unrolled.  ``while`` builds
+  ``ir.While`` the same way.
+* A carried or yielded value keeps its type, or the user gets an error that
+  names the variable and both types (Triton's rule).
+
+``normalize_returns`` rewrites ``if c: ...; return`` + rest into
+``if c: ... else: rest`` before the walk, so the IR needs no return op;
+a ``return`` sets the pseudo-variable ``RETURN_SLOT`` that branches merge.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as py
+from typing import Any
+
+import tilec.language as tl
+from tilec import ir, semantic
+
+RETURN_SLOT = "$return"  # the value returned so far (a name no Python variable can have)
+VALUE_SLOT = "$value"  # the value of a runtime `x if c else y`
+_MISSING = object()
+
+
+# --------------------------------------------------------------------------- #
+# Syntax rewrites and queries
+# --------------------------------------------------------------------------- #
+
+def contains_return(stmts: list[ast.stmt]) -> bool:
+    """Whether a ``return`` is reachable in ``stmts`` through ``if``s only (not loops)."""
+    for s in stmts:
+        if isinstance(s, ast.Return) or isinstance(s, ast.If) and contains_return(s.body + s.orelse):
+            return True
+    return False
+
+
+def normalize_returns(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Move the statements after an ``if`` that returns into both of its branches.
+
+    After this, every ``return`` ends its statement list, so a branch either
+    returns or falls through to the end of the function.
+    """
+    for i, s in enumerate(stmts):
+        if isinstance(s, ast.Return):
+            return stmts[:i + 1]
+        if isinstance(s, ast.If) and contains_return(s.body + s.orelse):
+            rest = stmts[i + 1:]
+            branches = ast.If(test=s.test, body=normalize_returns(s.body + rest),
+                              orelse=normalize_returns(s.orelse + rest))
+            return stmts[:i] + [ast.copy_location(branches, s)]
+    return stmts
+
+
+def assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Every name that ``stmts`` assign, in order of first assignment."""
+    names = {}
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.setdefault(node.id, None)
+    return list(names)
+
+
+def _describe(name: str) -> str:
+    return {RETURN_SLOT: "the returned value", VALUE_SLOT: "the conditional expression"}.get(name, f"`{name}`")
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    constant = (bool, int, float, str, type(None), tl.dtype)
+    return isinstance(a, constant) and type(a) is type(b) and a == b
+
+
+class ControlFlowMixin:
+    """The ``if``/``for``/``while`` visitors of ``CodeGenerator`` (see the module docstring)."""
+
+    # --- helpers shared by branches and loops ---------------------------------
+    def as_carried(self, value: Any, name: str) -> semantic.Tensor:
+        """``value`` as a tensor that runtime control flow can carry or yield."""
+        if isinstance(value, semantic.Tensor):
+            return value
+        if isinstance(value, (bool, int, float)):
+            return semantic.to_tensor(self, value)
+        self.error(f"{_describe(name)} holds a compile-time {type(value).__name__} ({value!r}) that would change "
+                   "inside runtime control flow; only tensors and numbers can")
+
+    def yield_values(self, values: list[Any], names: list[str]) -> list[semantic.Tensor]:
+        """Append ``yield values`` to the current block (numbers become tensors there)."""
+        tensors = [self.as_carried(v, n) for v, n in zip(values, names)]
+        self.builder.create(ir.Yield, values=[t.handle for t in tensors])
+        return tensors
+
+    def bind_results(self, op: ir.Op, names: list[str], scope: dict) -> dict:
+        """``scope`` updated with ``op``'s results, named after the variables they become."""
+        out = dict(scope)
+        for name, result in zip(names, op.results):
+            result.name = None if name.startswith("$") else name
+            out[name] = semantic.Tensor(result)
+        return out
+
+    # --- if ------------------------------------------------------------------------
+    def visit_If(self, node: ast.If) -> None:
+        cond = self.visit(node.test)
+        if not isinstance(cond, semantic.Tensor):
+            return self.visit_block(node.body if cond else node.orelse)
+        self.runtime_if(semantic.truth(self, cond), node.body, node.orelse)
+
+    def runtime_if(self, cond: ir.Value, then_stmts: list, else_stmts: list) -> None:
+        before = self.frame.scope
+        then_block, then_scope = self.walk_branch(then_stmts, before)
+        else_block, else_scope = self.walk_branch(else_stmts, before)
+        merged, names = self.merge_branches(then_scope, else_scope)
+        op = self.build_if(cond, (then_block, then_scope), (else_block, else_scope), names)
+        self.frame.scope = self.bind_results(op, names, {**before, **merged})
+
+    def walk_branch(self, stmts: list, before: dict) -> tuple[ir.Block, dict]:
+        """Walk ``stmts`` into a new block on a copy of ``before``; the block and the scope at its end."""
+        block, self.frame.scope = ir.Block(), dict(before)
+        with self.builder.at(block):
+            self.visit_block(stmts)
+        scope, self.frame.scope = self.frame.scope, before
+        return block, scope
+
+    def merge_branches(self, then_scope: dict, else_scope: dict) -> tuple[dict, list[str]]:
+        """What both branches agree on, and the names whose value depends on the branch taken.
+
+        A name defined in one branch only (and not before) is not visible after the ``if``.
+        """
+        same, differ = {}, []
+        for name in dict.fromkeys([*then_scope, *else_scope]):
+            a, b = then_scope.get(name, _MISSING), else_scope.get(name, _MISSING)
+            if a is b or _same_constant(a, b):
+                same[name] = a
+            elif a is not _MISSING and b is not _MISSING:
+                differ.append(name)
+            elif name == RETURN_SLOT and (b if a is _MISSING else a) is not None:
+                self.error("this function returns a value on some paths but not on others")
+        return same, differ
+
+    def build_if(self, cond: ir.Value, then: tuple, other: tuple, names: list[str]) -> ir.Op:
+        """Close both branch blocks with yields of ``names`` (same types) and append the ``if``."""
+        yielded = []
+        for block, scope in (then, other):
+            with self.builder.at(block):
+                yielded.append(self.yield_values([scope[n] for n in names], names))
+        for name, a, b in zip(names, *yielded):
+            if a.handle.type != b.handle.type:
+                self.error(f"{_describe(name)} has type {a.handle.type} in the then-branch but "
+                           f"{b.handle.type} in the else-branch; both branches must give it the same type")
+        return self.builder.create(ir.If, cond=cond, then_body=then[0], else_body=other[0])
+
+    def runtime_if_expr(self, cond: semantic.Tensor, body: ast.expr, orelse: ast.expr) -> semantic.Tensor:
+        """``x if c else y`` with a runtime ``c``: an ``if`` yielding one value."""
+        branches = []
+        for expr in (body, orelse):
+            block = ir.Block()
+            with self.builder.at(block):
+                branches.append((block, {VALUE_SLOT: self.visit(expr)}))
+        op = self.build_if(semantic.truth(self, cond), *branches, [VALUE_SLOT])
+        return semantic.Tensor(op.result)
+
+    # --- for -------------------------------------------------------------------------
+    def visit_For(self, node: ast.For) -> None:
+        self.reject_loop_else(node)
+        fn, args, kwargs = self.loop_iterable(node.iter)
+        if fn is tl.static_range:
+            return self.unroll(node, self.static_values(args, kwargs))
+        if fn is None:
+            return self.unroll(node, args)
+        if fn is py.range and kwargs:
+            self.error("range() takes no keyword arguments; use tl.range(..., num_stages=...) for loop options")
+        self.runtime_for(node, self.fold(tl.range, *args, **kwargs))
+
+    def reject_loop_else(self, node: ast.stmt) -> None:
+        if node.orelse:
+            self.error("`else` on a loop is not supported (there is no `break`)", node.orelse[0])
+
+    def loop_iterable(self, it: ast.expr) -> tuple[Any, Any, dict]:
+        """``(range kind, args, kwargs)`` for a range call, or ``(None, values, {})`` for a tuple."""
+        fn = self.visit(it.func) if isinstance(it, ast.Call) else None
+        if any(fn is f for f in (py.range, tl.range, tl.static_range)):
+            args, kwargs = self.call_arguments(it)
+            return fn, args, kwargs
+        value = self.call(fn, *self.call_arguments(it)) if fn is not None else self.visit(it)
+        if not isinstance(value, tuple):
+            self.error("a for loop must iterate over range(...), tl.range(...), tl.static_range(...) or a tuple", it)
+        return None, value, {}
+
+    def static_values(self, args: list, kwargs: dict) -> range:
+        """The values a ``tl.static_range(...)`` loop variable takes."""
+        r = self.fold(tl.static_range, *args, **kwargs)
+        bounds = (r.start, r.end, r.step)
+        if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+            self.error("tl.static_range needs compile-time int bounds; use tl.range for runtime bounds")
+        return self.fold(py.range, *bounds)
+
+    def unroll(self, node: ast.For, values) -> None:
+        """One copy of the body per value, the loop variable bound to it (a constexpr)."""
+        self.frame.loop_depth += 1
+        try:
+            for v in values:
+                self.assign(node.target, v)
+                self.visit_block(node.body)
+        finally:
+            self.frame.loop_depth -= 1
+
+    def runtime_for(self, node: ast.For, r: tl.range) -> None:
+        if not isinstance(node.target, ast.Name):
+            self.error("the variable of a runtime loop must be a single name", node.target)
+        lower, upper, step = self.loop_bounds(r)
+        var = node.target.id
+        carried = [n for n in self.carried_names(node.body) if n != var]
+        inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
+        body = ir.Block()
+        iv = semantic.Tensor(body.add_arg(lower.type, var))
+        self.walk_loop_body(body, carried, inits, node.body, {var: iv})
+        op = self.builder.create(ir.For, lower=lower, upper=upper, step=step,
+                                 inits=[t.handle for t in inits], body=body)
+        self.frame.scope = self.bind_results(op, carried, self.frame.scope)
+
+    def loop_bounds(self, r: tl.range) -> list[ir.Value]:
+        """start, end, step as scalar ints of one type: i64 if any is 64-bit, else i32."""
+        if isinstance(r.step, int) and r.step == 0:
+            self.error("the step of a loop cannot be zero")
+        values = [self.loop_bound(b) for b in (r.start, r.end, r.step)]
+        wide = ir.i64 if any(v.type.bits == 64 for v in values) else ir.i32
+        return [v if v.type == wide else self.builder.value(ir.Cast, src=v, to=wide) for v in values]
+
+    def loop_bound(self, b: Any) -> ir.Value:
+        if isinstance(b, int) and not isinstance(b, bool):
+            return semantic.to_tensor(self, b).handle
+        t = b.handle.type if isinstance(b, semantic.Tensor) else None
+        if not (isinstance(t, ir.ScalarType) and t.is_int and not t.is_bool):
+            self.error(f"loop bounds must be integers or scalar integer tensors, got {self.describe(b)}")
+        return b.handle
+
+    def carried_names(self, body: list[ast.stmt]) -> list[str]:
+        """Names the loop body assigns that are defined before the loop."""
+        return [n for n in assigned_names(body) if n in self.frame.scope]
+
+    def walk_loop_body(self, block: ir.Block, carried: list[str], inits: list, stmts: list, extra: dict) -> None:
+        """Walk ``stmts`` into ``block`` with ``carried`` as its arguments; yield their new values."""
+        before = self.frame.scope
+        args = [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(carried, inits)]
+        self.frame.scope = {**before, **dict(zip(carried, args)), **extra}
+        self.frame.loop_depth += 1
+        try:
+            with self.builder.at(block):
+                self.visit_block(stmts)
+                new = self.yield_values([self.frame.scope[n] for n in carried], carried)
+        finally:
+            self.frame.loop_depth -= 1
+            self.frame.scope = before
+        self.check_carried_types(carried, inits, new)
+
+    def check_carried_types(self, names: list[str], inits: list, new: list) -> None:
+        for name, a, b in zip(names, inits, new):
+            if a.handle.type != b.handle.type:
+                self.error(f"loop-carried variable `{name}` has type {a.handle.type} before the loop but "
+                           f"{b.handle.type} after one iteration; give it its final type before the loop "
+                           f"(e.g. tl.zeros(shape, dtype) or x.to(dtype))")
+
+    # --- while -----------------------------------------------------------------------
+    def visit_While(self, node: ast.While) -> None:
+        self.reject_loop_else(node)
+        carried = self.carried_names(node.body)
+        inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
+        before = ir.Block()
+        cond = self.while_condition(before, carried, inits, node.test)
+        if cond is None:
+            return
+        after = ir.Block()
+        self.walk_loop_body(after, carried, inits, node.body, {})
+        op = self.builder.create(ir.While, inits=[t.handle for t in inits], before=before, after=after)
+        self.frame.scope = self.bind_results(op, carried, self.frame.scope)
+
+    def while_condition(self, block: ir.Block, carried: list[str], inits: list, test: ast.expr):
+        """Fill the ``before`` region; None when the condition is a compile-time false (no loop)."""
+        args = [block.add_arg(t.handle.type, n) for n, t in zip(carried, inits)]
+        saved = self.frame.scope
+        self.frame.scope = {**saved, **{n: semantic.Tensor(a) for n, a in zip(carried, args)}}
+        try:
+            with self.builder.at(block):
+                cond = self.visit(test)
+                if not isinstance(cond, semantic.Tensor):
+                    if cond:
+                        self.error("this while loop never ends: its condition is a compile-time true", test)
+                    return None
+                return self.builder.create(ir.Condition, cond=semantic.truth(self, cond), values=args)
+        finally:
+            self.frame.scope = saved

@@ -1,0 +1,582 @@
+"""The front end: a kernel's Python AST -> tile IR.
+
+``build_ir(pyfn, specs)`` parses the kernel's source and walks it with one
+``ast.NodeVisitor`` (``CodeGenerator``) that builds IR as it goes.  Values
+during the walk are either ``semantic.Tensor`` (a wrapped ``ir.Value``) or
+plain Python objects: the constexprs (ints, floats, bools, strings, None,
+``tl`` dtypes, tuples, functions and modules).
+
+* Expressions whose operands are all Python values are evaluated at compile
+  time with Python's semantics (as Triton does for constexprs); operators on
+  tensors go to ``semantic``; calls of ``tl.*`` stubs to ``builtins``.
+* Nested ``@jit`` functions are inlined at the call, with a fresh scope.
+* Control flow (``ast_control.py``) becomes structured ``for``/``if``/``while``.
+* Every op gets the location of the AST node being visited, and every user
+  mistake raises ``CompilationError`` at that node, quoting the line.
+
+Unlike Triton, an assignment of a Python number keeps it a constexpr; it
+becomes a tensor only when runtime control flow has to carry or merge it.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as py
+import functools
+import inspect
+import operator
+import textwrap
+import types
+from dataclasses import dataclass
+from typing import Any, NoReturn, Optional
+
+import tilec.builtins as tbuiltins
+import tilec.language as tl
+from tilec import ir, semantic
+from tilec.ast_control import RETURN_SLOT, ControlFlowMixin, normalize_returns
+from tilec.errors import CompilationError, TilecError
+
+__all__ = ["ArgSpec", "CodeGenerator", "FunctionSource", "build_ir", "parse_function"]
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One kernel parameter as specialized by the launch layer.
+
+    ``type`` None marks a constexpr whose ``value`` is folded into the body;
+    otherwise the parameter is a runtime argument of IR type ``type`` and
+    ``attrs`` (e.g. ``(("divisibility", 16),)``) go to ``fn.arg_attrs``.
+    """
+
+    name: str
+    type: Optional[ir.Type]
+    value: Any = None
+    attrs: tuple = ()
+
+
+def build_ir(pyfn, specs: list[ArgSpec], name: Optional[str] = None) -> ir.Function:
+    """The tile IR of kernel ``pyfn`` specialized for ``specs`` (one per parameter)."""
+    return CodeGenerator(name or pyfn.__name__).build_kernel(pyfn, specs)
+
+
+# --------------------------------------------------------------------------- #
+# Source
+# --------------------------------------------------------------------------- #
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """A function's AST and where its text lives, so locations name the user's real line."""
+
+    tree: ast.FunctionDef
+    file: str
+    line_offset: int  # add to an AST line number to get the file's line
+    col_offset: int  # the indentation ``dedent`` removed
+
+    def loc(self, node: ast.AST) -> ir.Loc:
+        return ir.Loc(self.file, node.lineno + self.line_offset, node.col_offset + self.col_offset)
+
+
+@functools.lru_cache(maxsize=None)
+def parse_function(pyfn) -> FunctionSource:
+    """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
+    file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
+    try:
+        lines, first = inspect.getsourcelines(pyfn)
+    except (OSError, TypeError) as e:
+        raise CompilationError(file, 0, 0, f"cannot read the source of `{pyfn.__name__}`: {e}") from e
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return FunctionSource(fdef, file, first - 1, indent)
+
+
+# --------------------------------------------------------------------------- #
+# Values
+# --------------------------------------------------------------------------- #
+
+def is_tensor(v: Any) -> bool:
+    return isinstance(v, semantic.Tensor)
+
+
+def unwrap(v: Any) -> Any:
+    """``tl.constexpr(x)`` -> ``x``; anything else unchanged."""
+    while isinstance(v, tl.constexpr):
+        v = v.value
+    return v
+
+
+_CONSTANT_TYPES = (bool, int, float, str, type(None), tl.dtype, types.ModuleType)
+
+
+def is_compile_time(v: Any) -> bool:
+    """Whether a global/closure value may be read by a kernel (it cannot change under it)."""
+    if isinstance(v, tuple):
+        return all(is_compile_time(x) for x in v)
+    return isinstance(v, _CONSTANT_TYPES + (tl.constexpr,)) or callable(v)
+
+
+def is_constexpr_annotation(ann: Any) -> bool:
+    """``x: tl.constexpr``, also as a string (``from __future__ import annotations``)."""
+    return ann is tl.constexpr or isinstance(ann, str) and ann.split(".")[-1] == "constexpr"
+
+
+def closure_vars(pyfn) -> dict[str, Any]:
+    cells = pyfn.__closure__ or ()
+    out = {}
+    for name, cell in zip(pyfn.__code__.co_freevars, cells):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # a cell not yet assigned
+            pass
+    return out
+
+
+# Python operators: (semantic's op name, the Python function used to fold constants).
+_BINARY = {
+    ast.Add: ("add", operator.add), ast.Sub: ("sub", operator.sub), ast.Mult: ("mul", operator.mul),
+    ast.Div: ("truediv", operator.truediv), ast.FloorDiv: ("floordiv", operator.floordiv),
+    ast.Mod: ("mod", operator.mod), ast.Pow: ("pow", operator.pow), ast.BitAnd: ("and", operator.and_),
+    ast.BitOr: ("or", operator.or_), ast.BitXor: ("xor", operator.xor),
+    ast.LShift: ("lshift", operator.lshift), ast.RShift: ("rshift", operator.rshift),
+}
+_UNARY = {ast.USub: ("neg", operator.neg), ast.UAdd: ("pos", operator.pos),
+          ast.Invert: ("invert", operator.invert), ast.Not: ("not", operator.not_)}
+_COMPARE = {ast.Eq: ("eq", operator.eq), ast.NotEq: ("ne", operator.ne), ast.Lt: ("lt", operator.lt),
+            ast.LtE: ("le", operator.le), ast.Gt: ("gt", operator.gt), ast.GtE: ("ge", operator.ge)}
+_IDENTITY = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
+             ast.In: lambda a, b: operator.contains(b, a), ast.NotIn: lambda a, b: not operator.contains(b, a)}
+
+# Python builtins a kernel may call on compile-time values, with the advice
+# given when one is called on a tensor.
+_PY_FUNCS = {
+    py.min: "use tl.minimum or x.min()", py.max: "use tl.maximum or x.max()", py.abs: "use tl.abs",
+    py.int: "use x.to(tl.int32)", py.float: "use x.to(tl.float32)", py.bool: "use x != 0",
+    py.len: "use x.shape", py.isinstance: "", py.tuple: "", py.round: "", py.divmod: "",
+    py.hasattr: "", py.str: "", py.repr: "",
+}
+_PY_NAMES = {f.__name__: f for f in _PY_FUNCS} | {"range": py.range, "print": py.print, "getattr": py.getattr}
+
+# Syntax a kernel cannot use, with what to write instead.
+_UNSUPPORTED = {
+    ast.Lambda: "lambda is not supported in a kernel; define a @tilec.jit function at module level",
+    ast.FunctionDef: "nested function definitions are not supported; define a @tilec.jit function at module level",
+    ast.AsyncFunctionDef: "async functions are not supported in a kernel",
+    ast.ClassDef: "class definitions are not supported in a kernel",
+    ast.ListComp: "comprehensions are not supported; use a tl.static_range loop or a tuple",
+    ast.SetComp: "comprehensions are not supported; use a tl.static_range loop or a tuple",
+    ast.DictComp: "comprehensions are not supported; use a tl.static_range loop or a tuple",
+    ast.GeneratorExp: "generator expressions are not supported; use a tl.static_range loop or a tuple",
+    ast.Dict: "dicts are not supported in a kernel; use separate variables or a tuple",
+    ast.Set: "sets are not supported in a kernel; use a tuple",
+    ast.Try: "try/except is not supported in a kernel; check conditions with tl.static_assert or tl.device_assert",
+    ast.With: "`with` is not supported in a kernel",
+    ast.AsyncWith: "`async with` is not supported in a kernel",
+    ast.AsyncFor: "`async for` is not supported in a kernel",
+    ast.Global: "`global` is not supported in a kernel; pass the value as an argument",
+    ast.Nonlocal: "`nonlocal` is not supported in a kernel; return the value instead",
+    ast.Delete: "`del` is not supported in a kernel",
+    ast.Import: "imports are not supported inside a kernel; import at module level",
+    ast.ImportFrom: "imports are not supported inside a kernel; import at module level",
+    ast.Raise: "`raise` is not supported in a kernel; use tl.static_assert or tl.device_assert",
+    ast.Assert: "`assert` is not supported in a kernel; use tl.static_assert(cond, msg) for compile-time "
+                "checks or tl.device_assert(cond, msg) for runtime checks",
+    ast.Break: "`break` is not supported; restructure the loop with a condition (e.g. a while loop)",
+    ast.Continue: "`continue` is not supported; restructure the loop with a condition (an if around the rest)",
+    ast.Starred: "starred expressions are not supported here; index the tuple instead",
+    ast.NamedExpr: "`:=` is not supported in a kernel; assign in a separate statement",
+    ast.Await: "`await` is not supported in a kernel",
+    ast.Yield: "`yield` is not supported in a kernel",
+    ast.YieldFrom: "`yield from` is not supported in a kernel",
+    ast.Match: "`match` is not supported in a kernel; use if/elif",
+    ast.Slice: "slices are only allowed inside a subscript: x[:, None]",
+}
+
+
+@dataclass
+class _Frame:
+    """The function being walked (the kernel or an inlined @jit function)."""
+
+    pyfn: Any
+    source: FunctionSource
+    scope: dict[str, Any]
+    loop_depth: int = 0
+
+
+class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
+    """Walks a kernel's AST, building IR; also the ``ctx`` handed to ``semantic``/``builtins``."""
+
+    def __init__(self, kernel_name: str):
+        self.kernel_name = kernel_name
+        self.builder = ir.Builder()
+        self.frame: Optional[_Frame] = None
+        self.node: Optional[ast.AST] = None
+        self.inlining: list = []  # the Python functions being inlined, to refuse recursion
+
+    # --- entry points --------------------------------------------------------
+    def build_kernel(self, pyfn, specs: list[ArgSpec]) -> ir.Function:
+        source = parse_function(pyfn)
+        fn = ir.Function(self.kernel_name, ir.Block(), loc=source.loc(source.tree))
+        scope = {}
+        for spec in self.checked_specs(pyfn, specs):
+            scope[spec.name] = unwrap(spec.value) if spec.type is None else self.add_kernel_arg(fn, spec)
+        self.builder.block = fn.body
+        if self.walk_function(pyfn, source, scope) is not None:
+            self.error("a kernel cannot return a value; store results through a pointer with tl.store")
+        return fn
+
+    def checked_specs(self, pyfn, specs: list[ArgSpec]) -> list[ArgSpec]:
+        params = inspect.signature(pyfn).parameters
+        names = [s.name for s in specs]
+        if sorted(names) != sorted(params):
+            raise TypeError(f"kernel `{self.kernel_name}` has parameters {list(params)}, got specs for {names}")
+        for s in specs:
+            if s.type is not None and is_constexpr_annotation(params[s.name].annotation):
+                raise TypeError(f"parameter `{s.name}` of `{self.kernel_name}` is tl.constexpr but has a runtime spec")
+        return specs
+
+    @staticmethod
+    def add_kernel_arg(fn: ir.Function, spec: ArgSpec) -> semantic.Tensor:
+        fn.arg_names.append(spec.name)
+        fn.arg_attrs.append(dict(spec.attrs))
+        return semantic.Tensor(fn.body.add_arg(spec.type, spec.name))
+
+    def walk_function(self, pyfn, source: FunctionSource, scope: dict) -> Any:
+        """Walk ``source``'s body in a new frame; return what it returns (None if nothing)."""
+        saved, self.frame = self.frame, _Frame(pyfn, source, scope)
+        try:
+            self.visit_block(normalize_returns(source.tree.body))
+            return self.frame.scope.get(RETURN_SLOT)
+        finally:
+            self.frame = saved
+
+    def inline_jit(self, fn, args: list, kwargs: Optional[dict] = None) -> Any:
+        """Inline a @jit function (or a plain Python function) at the insertion point."""
+        pyfn = fn.fn if getattr(fn, "is_tilec_jit", False) else fn
+        if not inspect.isfunction(pyfn):
+            self.error(f"cannot inline {pyfn!r}: it is not a Python function")
+        if pyfn in self.inlining:
+            self.error(f"recursive call of `{pyfn.__name__}` is not supported; rewrite it as a loop")
+        scope = self.bind_params(pyfn, args, kwargs or {})
+        self.inlining.append(pyfn)
+        try:
+            return self.walk_function(pyfn, parse_function(pyfn), scope)
+        finally:
+            self.inlining.pop()
+
+    def bind_params(self, pyfn, args: list, kwargs: dict) -> dict[str, Any]:
+        """The inlined function's initial scope: arguments bound with defaults applied."""
+        sig = inspect.signature(pyfn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            self.error(f"bad arguments for `{pyfn.__name__}`: {e}")
+        bound.apply_defaults()
+        scope = {name: unwrap(v) for name, v in bound.arguments.items()}
+        for name, value in scope.items():
+            param = sig.parameters[name]
+            if param.kind is param.VAR_KEYWORD:
+                self.error(f"`**{name}` parameters are not supported in @jit functions")
+            if is_constexpr_annotation(param.annotation) and is_tensor(value):
+                self.error(f"argument `{name}` of `{pyfn.__name__}` is tl.constexpr, but got a tensor")
+        return scope
+
+    # --- the context interface semantic/builtins use -------------------------
+    def error(self, msg: str, node: Optional[ast.AST] = None) -> NoReturn:
+        """Raise ``CompilationError`` at ``node`` (default: the node being visited)."""
+        raise self.make_error(msg, node)
+
+    def make_error(self, msg: str, node: Optional[ast.AST] = None) -> CompilationError:
+        node = node or self.node
+        source = self.frame.source
+        loc = source.loc(node) if node is not None and hasattr(node, "lineno") else source.loc(source.tree)
+        return CompilationError(loc.file, loc.line, loc.col, msg, kernel=self.kernel_name)
+
+    # --- walking ---------------------------------------------------------------
+    def visit(self, node: ast.AST) -> Any:
+        """Visit ``node`` with the builder's location set to it; wrap internal failures."""
+        if not hasattr(node, "lineno"):
+            return super().visit(node)
+        saved = self.node, self.builder.loc
+        self.node, self.builder.loc = node, self.frame.source.loc(node)
+        try:
+            return super().visit(node)
+        except TilecError:
+            raise
+        except Exception as e:  # a bug below us: still show the user's line
+            raise self.make_error(f"internal error while compiling this line: {type(e).__name__}: {e}") from e
+        finally:
+            self.node, self.builder.loc = saved
+
+    def generic_visit(self, node: ast.AST) -> NoReturn:
+        self.error(_UNSUPPORTED.get(type(node), f"`{type(node).__name__}` syntax is not supported in a kernel"))
+
+    def visit_block(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.visit(stmt)
+
+    # --- names -----------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> Any:
+        return self.load_name(node.id)
+
+    def load_name(self, name: str) -> Any:
+        """A local, else a closure variable or global of the function, else an allowed builtin."""
+        if name in self.frame.scope:
+            return self.frame.scope[name]
+        pyfn = self.frame.pyfn
+        for table, kind in ((closure_vars(pyfn), "closure variable"), (pyfn.__globals__, "global")):
+            if name in table:
+                return self.compile_time(table[name], f"{kind} `{name}`")
+        if name in _PY_NAMES:
+            return _PY_NAMES[name]
+        if hasattr(py, name):
+            self.error(f"Python builtin `{name}` is not supported in a kernel; supported: {', '.join(_PY_NAMES)}")
+        self.error(f"name `{name}` is not defined")
+
+    def compile_time(self, value: Any, what: str) -> Any:
+        if not is_compile_time(value):
+            self.error(f"{what} is a {type(value).__name__}, which may change after compilation; "
+                       "pass it as a kernel argument or wrap it in tl.constexpr(...)")
+        return unwrap(value)
+
+    def bind(self, name: str, value: Any) -> None:
+        value = unwrap(value)
+        if is_tensor(value) and value.handle.name is None:
+            value.handle.name = name  # a readable name in the printed IR
+        self.frame.scope[name] = value
+
+    # --- statements --------------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = self.visit(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            self.error("a declaration without a value is not supported; assign a value")
+        value = self.visit(node.value)
+        if is_tensor(value) and is_constexpr_annotation(self.annotation_of(node.annotation)):
+            self.error("a tl.constexpr variable needs a compile-time value, got a tensor")
+        self.assign(node.target, value)
+
+    def annotation_of(self, node: ast.expr) -> Any:
+        return self.visit(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        """Bind ``target`` (a name or a nested tuple of names) to ``value``."""
+        if isinstance(target, ast.Name):
+            return self.bind(target.id, value)
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            self.error("cannot assign to this target: tensors are values, not memory; write memory with "
+                       "tl.store and replace elements with tl.where", target)
+        if is_tensor(value) or not isinstance(value, tuple):
+            self.error(f"cannot unpack a {self.describe(value)} into {len(target.elts)} names", target)
+        if any(isinstance(t, ast.Starred) for t in target.elts) or len(target.elts) != len(value):
+            self.error(f"cannot unpack {len(value)} values into {len(target.elts)} names", target)
+        for t, v in zip(target.elts, value):
+            self.assign(t, v)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            self.error("only names can be updated in place (`x += y`); tensors are values: use tl.store "
+                       "to write memory")
+        value = self.binary_op(node.op, self.load_name(node.target.id), self.visit(node.value))
+        self.bind(node.target.id, value)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self.visit(node.value)
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if self.frame.loop_depth:
+            self.error("`return` inside a loop is not supported; set a variable and return after the loop")
+        self.frame.scope[RETURN_SLOT] = None if node.value is None else unwrap(self.visit(node.value))
+
+    # --- expressions -------------------------------------------------------------
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def visit_Tuple(self, node: ast.Tuple) -> tuple:
+        return tuple(self.visit(e) for e in node.elts)
+
+    visit_List = visit_Tuple  # [M, N] shapes: lists are immutable tuples inside a kernel
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        return self.get_attribute(self.visit(node.value), node.attr)
+
+    def get_attribute(self, obj: Any, name: str) -> Any:
+        if is_tensor(obj):
+            return unwrap(semantic.attribute(self, obj, name))
+        if not hasattr(obj, name):
+            self.error(f"{self.describe(obj)} has no attribute `{name}`")
+        value = getattr(obj, name)
+        if isinstance(obj, types.ModuleType):
+            return self.compile_time(value, f"`{obj.__name__}.{name}`")
+        return unwrap(value)
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        return self.binary_op(node.op, self.visit(node.left), self.visit(node.right))
+
+    def binary_op(self, op: ast.operator, lhs: Any, rhs: Any) -> Any:
+        if isinstance(op, ast.MatMult):
+            self.error("`@` is not supported; use tl.dot(a, b)")
+        name, fold = _BINARY[type(op)]
+        if is_tensor(lhs) or is_tensor(rhs):
+            return semantic.binary(self, name, lhs, rhs)
+        return self.fold(fold, lhs, rhs)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        name, fold = _UNARY[type(node.op)]
+        x = self.visit(node.operand)
+        return semantic.unary(self, name, x) if is_tensor(x) else self.fold(fold, x)
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        """``a < b < c`` is ``a < b and b < c`` with ``b`` evaluated once."""
+        lhs, result = self.visit(node.left), True
+        for op, expr in zip(node.ops, node.comparators):
+            rhs = self.visit(expr)
+            result = self.logical("and", result, self.compare_op(op, lhs, rhs))
+            if not is_tensor(result) and not result:
+                return result
+            lhs = rhs
+        return result
+
+    def compare_op(self, op: ast.cmpop, lhs: Any, rhs: Any) -> Any:
+        if type(op) in _IDENTITY:
+            if (is_tensor(lhs) or is_tensor(rhs)) and not (lhs is None or rhs is None):
+                self.error("`is` / `in` cannot test tensors; use == or tl.where")
+            return self.fold(_IDENTITY[type(op)], lhs, rhs)
+        name, fold = _COMPARE[type(op)]
+        if is_tensor(lhs) or is_tensor(rhs):
+            return semantic.compare(self, name, lhs, rhs)
+        return self.fold(fold, lhs, rhs)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        """``and``/``or``: Python's short circuit on constexprs, ``semantic.logical`` on tensors."""
+        kind = "and" if isinstance(node.op, ast.And) else "or"
+        result = self.visit(node.values[0])
+        for expr in node.values[1:]:
+            if not is_tensor(result) and bool(result) == (kind == "or"):
+                return result
+            result = self.logical(kind, result, self.visit(expr))
+        return result
+
+    def logical(self, kind: str, lhs: Any, rhs: Any) -> Any:
+        """``lhs and rhs`` / ``lhs or rhs`` once ``lhs`` did not short-circuit."""
+        if not is_tensor(lhs):
+            return rhs
+        logical = getattr(semantic, "logical", None)
+        if logical is None:
+            self.error(f"`{kind}` on tensors is not supported; use {'&' if kind == 'and' else '|'} on i1 tensors")
+        return logical(self, kind, lhs, rhs)
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.visit(node.test)
+        if is_tensor(cond):
+            return self.runtime_if_expr(cond, node.body, node.orelse)
+        return self.visit(node.body if cond else node.orelse)
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        value, index = self.visit(node.value), self.visit_index(node.slice)
+        if is_tensor(value):
+            self.check_tensor_index(index)
+            return semantic.subscript(self, value, index)
+        if is_tensor(index) or isinstance(index, tuple) and any(is_tensor(i) for i in index):
+            self.error("a tuple can only be indexed by a compile-time int")
+        return self.fold(operator.getitem, value, index)
+
+    def visit_index(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Slice):
+            parts = (node.lower, node.upper, node.step)
+            return slice(*(None if p is None else self.visit(p) for p in parts))
+        if isinstance(node, ast.Tuple):
+            return tuple(self.visit_index(e) for e in node.elts)
+        return self.visit(node)
+
+    def check_tensor_index(self, index: Any) -> None:
+        for item in index if isinstance(index, tuple) else (index,):
+            if item is not None and not (isinstance(item, slice) and item == slice(None)):
+                self.error("a tensor can only be indexed with `:` and `None` (x[:, None], x[None, :]); "
+                           "to pick elements use tl.where, tl.reshape/tl.split, or load them again")
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> str:
+        """An f-string of compile-time values (for static_print/device_print/static_assert messages)."""
+        return "".join(self.visit(part) for part in node.values)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> str:
+        value = self.visit(node.value)
+        if is_tensor(value):
+            self.error("an f-string can only format compile-time values; pass tensors to tl.device_print")
+        convert = {-1: lambda v: v, ord("s"): str, ord("r"): repr, ord("a"): ascii}[node.conversion]
+        spec = "" if node.format_spec is None else self.visit(node.format_spec)
+        return self.fold(format, convert(value), spec)
+
+    # --- calls ---------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> Any:
+        fn = self.visit(node.func)
+        args, kwargs = self.call_arguments(node)
+        return self.call(fn, args, kwargs)
+
+    def call_arguments(self, node: ast.Call) -> tuple[list, dict]:
+        """Evaluated positional (``*t`` expands a tuple) and keyword arguments of a call."""
+        args = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(self.visit(a))
+                continue
+            value = self.visit(a.value)
+            if not isinstance(value, tuple):
+                self.error(f"only a tuple can be expanded with `*`, got {self.describe(value)}", a)
+            args.extend(value)
+        if any(kw.arg is None for kw in node.keywords):
+            self.error("`**kwargs` in calls is not supported in a kernel; pass keywords one by one")
+        return args, {kw.arg: self.visit(kw.value) for kw in node.keywords}
+
+    def call(self, fn: Any, args: list, kwargs: dict) -> Any:
+        """Call ``fn``: a tl builtin or tensor method, a @jit function, or a Python builtin/math function."""
+        if is_tensor(fn):
+            self.error("a tensor is not callable")
+        if getattr(fn, "__tilec_builtin__", False) or isinstance(fn, semantic.BoundMethod):
+            return unwrap(tbuiltins.call_builtin(self, fn, args, kwargs))
+        if getattr(fn, "is_tilec_jit", False):
+            return self.inline_jit(fn, args, kwargs)
+        if fn is tl.constexpr:
+            return unwrap(self.fold(tl.constexpr, *args, **kwargs))
+        if self.is_python_callable(fn):
+            return self.call_python(fn, args, kwargs)
+        name = getattr(fn, "__name__", type(fn).__name__)
+        self.error(f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
+                   f"math.* and the Python builtins {', '.join(_PY_NAMES)} on compile-time values")
+
+    @staticmethod
+    def is_python_callable(fn: Any) -> bool:
+        return any(fn is f for f in _PY_NAMES.values()) or getattr(fn, "__module__", None) == "math"
+
+    def call_python(self, fn: Any, args: list, kwargs: dict) -> Any:
+        """A Python builtin or ``math`` function, run at compile time on constexprs."""
+        if fn is py.range:
+            self.error("range() can only be the iterable of a for loop")
+        if fn is py.print:
+            return self.call(tl.static_print, args, kwargs)
+        if fn is py.getattr:
+            if len(args) != 2 or kwargs:
+                self.error("getattr(obj, name) takes exactly two arguments")
+            return self.get_attribute(*args)
+        if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
+            hint = _PY_FUNCS.get(fn) or "it needs compile-time arguments"
+            self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")
+        return self.fold(fn, *args, **kwargs)
+
+    def fold(self, fn, *args, **kwargs) -> Any:
+        """Evaluate ``fn`` on Python values at compile time; its exceptions become user errors."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            self.error(f"compile-time evaluation failed: {type(e).__name__}: {e}")
+
+    @staticmethod
+    def describe(value: Any) -> str:
+        """A short description of a front-end value for messages."""
+        if is_tensor(value):
+            return f"tensor of type {value.handle.type}"
+        return f"{type(value).__name__} {value!r}"
