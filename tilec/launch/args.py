@@ -5,7 +5,8 @@ it, the value the launcher passes, and where its memory lives.
 
 * a ``tl.constexpr`` parameter keeps its plain Python value (``type`` None);
 * ``bool`` -> ``i1``; ``int`` -> ``i32`` if it fits, else ``i64`` (``u64`` from
-  2**63 up); ``float`` -> ``f32`` (Triton's rule); numpy scalars by their dtype;
+  2**63 up); ``float`` -> ``f32`` (Triton's rule; a finite value beyond f32's range
+  is an error, not inf); numpy scalars by their dtype;
 * an ``int`` equal to 1 becomes a constexpr (as in Triton: code like
   ``offs * stride`` then folds away for contiguous inputs); an integer
   divisible by 16 carries ``("divisibility", 16)``;
@@ -127,7 +128,12 @@ def _int_type(value: int, where: str) -> ScalarType:
 
 
 def _float_arg(name: str, value: float, where: str) -> KernelArg:
-    return KernelArg(name, f32, np.float32(value))
+    with np.errstate(over="ignore"):
+        single = np.float32(value)
+    if np.isinf(single) and not np.isinf(value):  # Triton would pass inf silently; say so instead
+        raise ValueError(f"{where}: {value} overflows float32, the type of Python floats; "
+                         "pass np.float64(...) for a double")
+    return KernelArg(name, f32, single)
 
 
 def _numpy_scalar_arg(name: str, value: np.generic, where: str) -> KernelArg:

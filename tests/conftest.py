@@ -1,0 +1,51 @@
+"""Suite-wide setup: IR checking on, a modest hypothesis budget, and `gpu` tests
+skipped cleanly on machines without one."""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Every kernel the tests compile is verified and must survive the text round trip.
+os.environ["TILEC_CHECK"] = "1"
+
+# The interpreter is slow and CI has 2 cores: a small default budget, which
+# TILEC_HYPOTHESIS_EXAMPLES raises for a deeper local run.
+settings.register_profile(
+    "tilec",
+    deadline=None,
+    max_examples=int(os.environ.get("TILEC_HYPOTHESIS_EXAMPLES", "25")),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("tilec")
+
+
+def gpu_available() -> bool:
+    """True when a CUDA device can be used (through torch, or the driver itself)."""
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        return torch.cuda.is_available()
+    return _cuda_driver_devices() > 0
+
+
+def _cuda_driver_devices() -> int:
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    count = ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if gpu_items and not gpu_available():  # ask only when a gpu test was collected: torch is slow to import
+        skip = pytest.mark.skip(reason="needs a GPU (none found: no torch.cuda device, no CUDA driver)")
+        for item in gpu_items:
+            item.add_marker(skip)
