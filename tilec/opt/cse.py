@@ -40,10 +40,14 @@ class _Scope:
     def __init__(self, seen: ChainMap):
         self.seen = seen
 
+    def child(self) -> "_Scope":
+        """A scope for one region of an op: sees ours, adds to its own."""
+        return _Scope(self.seen.new_child())
+
     def rewrite_op(self, op: Op, vmap: dict) -> Optional[list[Op]]:
         if op.regions:
-            inner = _Scope(self.seen.new_child()).rewrite_op
-            regions = {f.name: map_block(getattr(op, f.name), inner, vmap) for f in op.fields_of_kind("region")}
+            regions = {f.name: map_block(getattr(op, f.name), self.child().rewrite_op, vmap)
+                       for f in op.fields_of_kind("region")}
             return [clone_op(op, vmap, **regions)]
         new = clone_op(op, vmap)
         if not op.PURE:
