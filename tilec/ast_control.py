@@ -73,6 +73,11 @@ def _describe(name: str) -> str:
     return {RETURN_SLOT: "the returned value", VALUE_SLOT: "the conditional expression"}.get(name, f"`{name}`")
 
 
+def _returns_nothing(v: Any) -> bool:
+    """A branch that returned None or fell off the end."""
+    return v is None or v is _MISSING
+
+
 def _same_constant(a: Any, b: Any) -> bool:
     constant = (bool, int, float, str, type(None), tl.dtype)
     return isinstance(a, constant) and type(a) is type(b) and a == b
@@ -138,10 +143,10 @@ class ControlFlowMixin:
             a, b = then_scope.get(name, _MISSING), else_scope.get(name, _MISSING)
             if a is b or _same_constant(a, b):
                 same[name] = a
+            elif name == RETURN_SLOT and _returns_nothing(a) != _returns_nothing(b):
+                self.error("this function returns a value on some paths but not on others")
             elif a is not _MISSING and b is not _MISSING:
                 differ.append(name)
-            elif name == RETURN_SLOT and (b if a is _MISSING else a) is not None:
-                self.error("this function returns a value on some paths but not on others")
         return same, differ
 
     def build_if(self, cond: ir.Value, then: tuple, other: tuple, names: list[str]) -> ir.Op:

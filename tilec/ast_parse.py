@@ -115,8 +115,8 @@ def is_compile_time(v: Any) -> bool:
 
 
 def is_constexpr_annotation(ann: Any) -> bool:
-    """``x: tl.constexpr``, also as a string (``from __future__ import annotations``)."""
-    return ann is tl.constexpr or isinstance(ann, str) and ann.split(".")[-1] == "constexpr"
+    """``x: tl.constexpr``, also as a string (``from __future__ import annotations``, or quoted)."""
+    return ann is tl.constexpr or isinstance(ann, str) and ann.strip("'\"").split(".")[-1] == "constexpr"
 
 
 def closure_vars(pyfn) -> dict[str, Any]:
@@ -219,8 +219,7 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         for spec in self.checked_specs(pyfn, specs):
             scope[spec.name] = unwrap(spec.value) if spec.type is None else self.add_kernel_arg(fn, spec)
         self.builder.block = fn.body
-        if self.walk_function(pyfn, source, scope) is not None:
-            self.error("a kernel cannot return a value; store results through a pointer with tl.store")
+        self.walk_function(pyfn, source, scope)
         return fn
 
     def checked_specs(self, pyfn, specs: list[ArgSpec]) -> list[ArgSpec]:
@@ -369,7 +368,9 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
                        "tl.store and replace elements with tl.where", target)
         if is_tensor(value) or not isinstance(value, tuple):
             self.error(f"cannot unpack a {self.describe(value)} into {len(target.elts)} names", target)
-        if any(isinstance(t, ast.Starred) for t in target.elts) or len(target.elts) != len(value):
+        if any(isinstance(t, ast.Starred) for t in target.elts):
+            self.error("starred assignment is not supported; index the tuple instead (t[0], t[1:])", target)
+        if len(target.elts) != len(value):
             self.error(f"cannot unpack {len(value)} values into {len(target.elts)} names", target)
         for t, v in zip(target.elts, value):
             self.assign(t, v)
@@ -390,6 +391,8 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         if self.frame.loop_depth:
             self.error("`return` inside a loop is not supported; set a variable and return after the loop")
+        if node.value is not None and not self.inlining:
+            self.error("a kernel cannot return a value; store results through a pointer with tl.store")
         self.frame.scope[RETURN_SLOT] = None if node.value is None else unwrap(self.visit(node.value))
 
     # --- expressions -------------------------------------------------------------
@@ -536,7 +539,9 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         """Call ``fn``: a tl builtin or tensor method, a @jit function, or a Python builtin/math function."""
         if is_tensor(fn):
             self.error("a tensor is not callable")
-        if getattr(fn, "__tilec_builtin__", False) or isinstance(fn, semantic.BoundMethod):
+        if isinstance(fn, semantic.BoundMethod):  # x.sum(...): the stub with x first
+            return unwrap(fn.call(self, args, kwargs))
+        if getattr(fn, "__tilec_builtin__", False):
             return unwrap(tbuiltins.call_builtin(self, fn, args, kwargs))
         if getattr(fn, "is_tilec_jit", False):
             return self.inline_jit(fn, args, kwargs)
