@@ -367,6 +367,10 @@ def _is_float(t: ir.ElemType) -> bool:
     return isinstance(t, ir.ScalarType) and t.is_float
 
 
+def is_float_tensor(x: Tensor) -> bool:
+    return _is_float(x.elem)
+
+
 def _check_pointer_cast(src: ir.ElemType, to: ir.ElemType) -> None:
     """Pointers convert to pointers, to 64-bit ints, and from any int (Triton's rule)."""
     if not isinstance(src, ir.PointerType) and not isinstance(to, ir.PointerType):
