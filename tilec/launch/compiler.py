@@ -1,9 +1,10 @@
 """One specialized variant of a kernel: Python function + argument specs ->
 tile IR (built, checked, optimized), held by a ``CompiledKernel``.
 
-With ``TILEC_CHECK=1`` in the environment (the test suite sets it) the IR is
-verified after building and after optimizing, and must read back from its
-text form unchanged: a front-end or pass bug fails where it happens.
+With ``TILEC_CHECK=1`` in the environment (the test suite sets it) the IR as
+built is verified and must read back from its text form unchanged; the pass
+manager then checks after every pass.  A front-end or pass bug fails where it
+happens, not in a launcher.
 """
 from __future__ import annotations
 
@@ -55,12 +56,13 @@ def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options)
     """Build, check and optimize the IR of ``pyfn`` specialized for ``args``."""
     from ..ast_parse import build_ir  # the front end pulls in the whole language: load it on first compile
 
+    from ..opt import optimize
+
     specs = tuple(_arg_spec(a) for a in args)
     built = build_ir(pyfn, list(specs))
-    _check(built, roundtrip=True)
+    _check(built)
     tir = print_function(built)
-    fn = _optimize(built)
-    _check(fn, roundtrip=False)
+    fn = optimize(built)
     return CompiledKernel(built.name, fn, specs, options, {"tir": tir, "tir-opt": print_function(fn)})
 
 
@@ -70,20 +72,10 @@ def _arg_spec(a: KernelArg):
     return ArgSpec(a.name, a.type, a.value if a.is_constexpr else None, a.attrs)
 
 
-def _check(fn: Function, roundtrip: bool) -> None:
-    if os.environ.get("TILEC_CHECK") != "1":
+def _check(fn: Function) -> None:
+    if os.environ.get("TILEC_CHECK", "") in ("", "0"):  # the pass manager reads it the same way
         return
     from ..ir.verify import check_roundtrip, verify_function
 
     verify_function(fn)
-    if roundtrip:
-        check_roundtrip(fn)
-
-
-def _optimize(fn: Function) -> Function:
-    # TODO(launch): drop this fallback once tilec.opt.optimize lands.
-    try:
-        from ..opt import optimize
-    except ImportError:
-        return fn
-    return optimize(fn)
+    check_roundtrip(fn)
