@@ -17,7 +17,7 @@ import dataclasses
 import json
 import string
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 from .core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value
 from .ops import all_op_classes
@@ -150,7 +150,7 @@ class _Parser:
         self.defined: set[str] = set()  # every name of the current function
 
     # --- token helpers ---------------------------------------------------------
-    def fail(self, message: str, tok: Optional[Token] = None) -> None:
+    def fail(self, message: str, tok: Optional[Token] = None) -> NoReturn:
         tok = tok or self.peek()
         raise ParseError(message, tok.line, tok.col, self.text_lines[tok.line - 1])
 

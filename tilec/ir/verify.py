@@ -18,7 +18,7 @@ Every failure raises ``VerifyError`` naming the op's location and quoting it.
 from __future__ import annotations
 
 import difflib
-from typing import Optional
+from typing import NoReturn, Optional
 
 from .core import Block, Function, Module, Op, Value, VerifyError
 from .ops import Condition, While, Yield
@@ -132,7 +132,7 @@ class _Verifier:
             self.fail(op, f"result types {_types(got)} differ from the inferred {_types(inferred)}")
 
     # --- messages ----------------------------------------------------------------
-    def fail(self, op: Op, message: str) -> None:
+    def fail(self, op: Op, message: str) -> NoReturn:
         raise VerifyError(f"{op.loc}: {op.NAME}: {message}\n    {self.show(op)}")
 
     def fail_block(self, parent: Optional[tuple[Op, str]], message: str) -> None:
