@@ -179,16 +179,23 @@ KERNELS: dict[type, tuple] = {
 }
 
 
+# Computed in float64 and rounded, so that the reference is as exact as numpy's float64
+# (numpy's float32 versions may be a few ulps off).
+_TRANSCENDENTAL = {ir.Exp, ir.Exp2, ir.Log, ir.Log2, ir.Sin, ir.Cos, ir.Rsqrt, ir.Erf}
+
+
 def elementwise_fn(cls: type, t: ScalarType, **attrs) -> Callable:
     """The function computing op class ``cls`` on arrays of element type ``t``.
 
     f16/bf16 are computed in f32 and rounded after the op (what one GPU
-    instruction does); ``i1`` is computed on 0/1 bytes and wrapped to one bit.
+    instruction does), transcendental functions in f64; ``i1`` is computed on
+    0/1 bytes and wrapped to one bit.
     """
     float_kernel, int_kernel = KERNELS[cls]
     if t.is_float:
-        if t in (f16, bf16):
-            return lambda *xs: round_float(float_kernel(*(x.astype(np.float32) for x in xs), **attrs), t)
+        wide = np.float64 if cls in _TRANSCENDENTAL else np.float32
+        if t in (f16, bf16) or (wide == np.float64 and t.name == "f32"):
+            return lambda *xs: round_float(float_kernel(*(x.astype(wide) for x in xs), **attrs), t)
         return lambda *xs: float_kernel(*xs, **attrs)
     if t.is_bool:
         return lambda *xs: (int_kernel(*(x.view(np.uint8) for x in xs), **attrs) & 1).astype(bool)

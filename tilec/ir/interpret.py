@@ -282,8 +282,8 @@ def _access(op, frame, what: str, ptr, mask, others: list) -> tuple[Access, tupl
     """The checked-access description of ``ptr`` under ``mask``, the full lane shape,
     and ``others`` (values, per lane) broadcast and restricted to the masked-in lanes."""
     arrays = np.broadcast_arrays(ptr, *([] if mask is None else [mask]), *others)
-    ptr, shape = arrays[0], arrays[0].shape
-    if mask is not None and arrays[1].all():
+    ptr, shape, has_mask = arrays[0], arrays[0].shape, mask is not None
+    if has_mask and arrays[1].all():
         mask = None
     lanes = None if mask is None else np.flatnonzero(arrays[1])
     pick = (lambda x: x.reshape(-1)) if lanes is None else (lambda x: x.reshape(-1)[lanes])
@@ -291,7 +291,7 @@ def _access(op, frame, what: str, ptr, mask, others: list) -> tuple[Access, tupl
     launch = frame.launch
     acc = Access(what, pick(ptr), lanes, elem_type(op.ptr.type).elem,
                  lambda lane: launch.program_name(frame.pids[min(lane // per_program, frame.size - 1)]),
-                 mask is not None)
+                 has_mask)
     return acc, shape, [pick(x) for x in arrays[len(arrays) - len(others):]]
 
 
