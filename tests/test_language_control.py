@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tilec
 import tilec.language as tl
-from helpers import PROPERTY, values
+from helpers import PROPERTY, require, to_host, values
 from tilec.errors import InterpreterError
 
 
@@ -254,3 +254,28 @@ def test_lambda_meta_grid(n):
     z = np.zeros(n, np.int64)
     meta_grid_kernel[lambda META: (tilec.cdiv(META["n"], META["BLOCK"]),)](x, z, n, BLOCK=16)
     np.testing.assert_array_equal(z, x + 1)
+
+
+@tilec.jit
+def types_kernel(x_ptr, DT: tl.constexpr, BLOCK: tl.constexpr):
+    """Types are compile-time values a kernel can inspect."""
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.static_assert(isinstance(DT, tl.dtype))
+    tl.static_assert(isinstance(x, tl.tensor))
+    tl.static_assert(x.dtype == DT)
+    tl.static_assert(x_ptr.dtype == tl.pointer_type(DT))
+    tl.static_assert(x.type == tl.block_type(DT, (BLOCK,)))
+
+
+@pytest.mark.parametrize("held,dt", [
+    (np.bool_, tl.int1), (np.int8, tl.int8), (np.int16, tl.int16), (np.int32, tl.int32), (np.int64, tl.int64),
+    (np.uint8, tl.uint8), (np.uint16, tl.uint16), (np.uint32, tl.uint32), (np.uint64, tl.uint64),
+    (np.float16, tl.float16), (np.float32, tl.float32), (np.float64, tl.float64),
+])
+def test_dtypes_of_loaded_values(held, dt):
+    types_kernel[(1,)](np.zeros(4, held), DT=dt, BLOCK=4)
+
+
+def test_bfloat16_arrays_load_as_bfloat16():
+    require("bfloat16")
+    types_kernel[(1,)](to_host(np.zeros(4), "bfloat16"), DT=tl.bfloat16, BLOCK=4)

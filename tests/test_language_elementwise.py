@@ -88,6 +88,16 @@ def op_truediv(x, y):
 
 
 @tilec.jit
+def op_fdiv(x, y):
+    return tl.fdiv(x, y)
+
+
+@tilec.jit
+def op_div_rn(x, y):
+    return tl.div_rn(x, y)
+
+
+@tilec.jit
 def op_floordiv(x, y):
     return x // y
 
@@ -249,6 +259,8 @@ BINARY = {
     "sub": Binary(op_sub, lambda x, y, d: x - y, NUMBERS),
     "mul": Binary(op_mul, lambda x, y, d: x * y, NUMBERS),
     "truediv": Binary(op_truediv, true_div, NUMBERS, true_div_type, None, 2),
+    "fdiv": Binary(op_fdiv, true_div, FLOATS, true_div_type, None, 2),
+    "div_rn": Binary(op_div_rn, true_div, ("float32", "float64")),
     "floordiv": Binary(op_floordiv, lambda x, y, d: c_div(x, y), INTS, same, nonzero_divisor),
     "mod": Binary(op_mod, fmod_or_c_rem, NUMBERS, mod_type, nonzero_divisor),
     "and": Binary(op_and, lambda x, y, d: x & y, ("int1",) + INTS),
@@ -333,6 +345,11 @@ def op_sqrt(x):
 
 
 @tilec.jit
+def op_sqrt_rn(x):
+    return tl.sqrt_rn(x)
+
+
+@tilec.jit
 def op_rsqrt(x):
     return tl.rsqrt(x)
 
@@ -404,6 +421,7 @@ UNARY = {
     "log": Unary(op_log, lambda x, d: np.log(x), FLOATS, MATH),
     "log2": Unary(op_log2, lambda x, d: np.log2(x), FLOATS, MATH),
     "sqrt": Unary(op_sqrt, lambda x, d: np.sqrt(x), FLOATS),
+    "sqrt_rn": Unary(op_sqrt_rn, lambda x, d: np.sqrt(x), ("float32", "float64")),
     "rsqrt": Unary(op_rsqrt, lambda x, d: 1.0 / np.sqrt(x), FLOATS, (1, 2, 1)),
     "sin": Unary(op_sin, lambda x, d: np.sin(x), FLOATS, MATH, 1e4),
     "cos": Unary(op_cos, lambda x, d: np.cos(x), FLOATS, MATH, 1e4),

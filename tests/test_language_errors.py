@@ -17,9 +17,9 @@ THIS_FILE = "test_language_errors.py"
 
 
 def line_of(kernel, marker: str) -> int:
-    """The file line number of the first line of ``kernel``'s source containing ``marker``."""
+    """The file line number of the first line of ``kernel``'s source that starts with ``marker``."""
     lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
+    return first + next(i for i, text in enumerate(lines) if text.strip().startswith(marker))
 
 
 def assert_points_at(error: Exception, kernel, marker: str, quoted: bool = True) -> None:

@@ -96,7 +96,8 @@ def test_scalar_load_and_store(dtype):
 @tilec.jit
 def hinted_copy_kernel(x_ptr, z_ptr, n, BLOCK: tl.constexpr):
     start = tl.multiple_of(tl.program_id(0) * BLOCK, BLOCK)
-    offs = tl.max_contiguous(tl.multiple_of(start + tl.arange(0, BLOCK), BLOCK), BLOCK)
+    starts = tl.max_constancy(tl.zeros((BLOCK,), tl.int32) + start, BLOCK)
+    offs = tl.max_contiguous(tl.multiple_of(starts + tl.arange(0, BLOCK), BLOCK), BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0, cache_modifier=".cg", eviction_policy="evict_last")
     tl.store(z_ptr + offs, x + 1.0, mask=mask, cache_modifier=".wb", eviction_policy="evict_first")

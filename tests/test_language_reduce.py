@@ -295,3 +295,86 @@ def test_scan(name, dtype, data, m, n, axis, reverse):
                      rtol=max(m, n) * 2.0 ** -20 if name == "cumprod" else 0)
     else:
         assert_close(z, want, out)
+
+
+# --------------------------------------------------------------------------- #
+# max with indices, softmax
+# --------------------------------------------------------------------------- #
+
+@tilec.jit
+def max_indices_kernel(x_ptr, v_ptr, i_ptr, s_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask, other=-float("inf"))
+    v, i = tl.max(x, axis=1, return_indices=True)
+    tl.store(v_ptr + rm, v, mask=rm < M)
+    tl.store(i_ptr + rm, i, mask=rm < M)
+    tl.store(s_ptr + rm[:, None] * N + rn[None, :], tl.softmax(x, dim=1), mask=mask)
+
+
+@PROPERTY
+@given(data=st.data(), m=st.integers(1, 9), n=st.integers(1, 19))
+def test_max_with_indices_and_softmax(data, m, n):
+    x = data.draw(values("float32", (m, n), lo=-3, hi=3)).round()  # rounding makes ties
+    v, i, s = np.zeros(m, np.float32), np.zeros(m, np.int32), np.zeros((m, n), np.float32)
+    max_indices_kernel[(1,)](x, v, i, s, m, n, BM=next_pow2(m), BN=next_pow2(n))
+    np.testing.assert_array_equal(v, x.max(axis=1))
+    np.testing.assert_array_equal(i, x.argmax(axis=1))
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    assert_close(s, e / e.sum(axis=1, keepdims=True), "float32", ulps=8, atol=1e-7)
+
+
+# --------------------------------------------------------------------------- #
+# dot
+# --------------------------------------------------------------------------- #
+
+@tilec.jit
+def dot_kernel(a_ptr, b_ptr, acc_ptr, c_ptr, M, N, K, PRECISION: tl.constexpr, OUT: tl.constexpr,
+               USE_ACC: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
+    c_mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if USE_ACC:
+        acc = tl.load(acc_ptr + rm[:, None] * N + rn[None, :], mask=c_mask, other=0)
+        c = tl.dot(a, b, acc, input_precision=PRECISION)
+    else:
+        c = tl.dot(a, b, input_precision=PRECISION, out_dtype=OUT)
+    tl.static_assert(c.dtype == OUT)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c, mask=c_mask)
+
+
+DOTS = [  # (input dtype, input_precision, output dtype)
+    ("float16", None, "float32"), ("float16", None, "float16"), ("float32", "ieee", "float32"),
+    ("float32", "tf32", "float32"), ("float32", None, "float32"), ("int8", None, "int32"),
+]
+
+
+def dot_tolerance(src: str, precision, out: str, magnitude: np.ndarray, k: int) -> dict:
+    """f32 accumulation error, plus tf32's rounding of the inputs to 10 mantissa bits
+    (Triton's default for f32), plus the final rounding to an f16 output."""
+    if src == "int8":
+        return {}
+    input_error = 2.0 ** -10 if src == "float32" and precision != "ieee" else 0.0
+    return {"atol": magnitude * (k * 2.0 ** -23 + 2 * input_error), "ulps": 1 if out == "float16" else 0}
+
+
+@pytest.mark.parametrize("src,precision,out", DOTS)
+@PROPERTY
+@given(data=st.data(), m=st.integers(1, 32), n=st.integers(1, 32), k=st.integers(1, 32), use_acc=st.booleans())
+def test_dot(src, precision, out, data, m, n, k, use_acc):
+    use_acc = use_acc and out != "float16"
+    bound = 100 if src == "int8" else 2.0
+    a = data.draw(values(src, (m, k), lo=-bound, hi=bound))
+    b = data.draw(values(src, (k, n), lo=-bound, hi=bound))
+    acc = data.draw(values(out, (m, n), lo=-bound, hi=bound))
+    c = empty((m, n), out)
+    dot_kernel[(1,)](a, b, acc, c, m, n, k, PRECISION=precision, OUT=getattr(tl, out), USE_ACC=use_acc,
+                     BM=max(16, next_pow2(m)), BN=max(16, next_pow2(n)), BK=max(16, next_pow2(k)))
+    xa, xb = exact(a, src), exact(b, src)
+    want = xa.dot(xb) + (exact(acc, out) if use_acc else 0)
+    magnitude = np.abs(exact(a, src)).astype(np.float64) @ np.abs(exact(b, src)).astype(np.float64)
+    assert_close(c, want, out, **dot_tolerance(src, precision, out, magnitude, k))

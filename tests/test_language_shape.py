@@ -215,3 +215,21 @@ def test_split_of_a_3d_tile():
     x = (np.arange(32, dtype=np.int32) ** 2).reshape(4, 4, 2)
     z = run(split_2d_kernel, [(x, "int32")], 16, "int32", BM=4)
     np.testing.assert_array_equal(z, (x[..., 0] - x[..., 1]).ravel())
+
+
+@tilec.jit
+def full_like_kernel(x_ptr, z_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    same = tl.full_like(x, 3)
+    tl.static_assert(same.dtype == x.dtype)
+    tl.store(z_ptr + offs, same)
+    tl.store(y_ptr + offs, tl.full_like(x, 2.5, dtype=tl.float32))
+
+
+def test_full_like():
+    x = np.arange(8, dtype=np.int16)
+    z, y = np.zeros(8, np.int16), np.zeros(8, np.float32)
+    full_like_kernel[(1,)](x, z, y, BLOCK=8)
+    np.testing.assert_array_equal(z, np.full(8, 3))
+    np.testing.assert_array_equal(y, np.full(8, 2.5))

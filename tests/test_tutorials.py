@@ -104,7 +104,7 @@ def attention_reference(q, k, v, causal, sm_scale):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("Z,H,N_CTX,HEAD_DIM", [(1, 1, 16, 16), (1, 2, 37, 16), (2, 1, 9, 8)])
+@pytest.mark.parametrize("Z,H,N_CTX,HEAD_DIM", [(1, 1, 16, 16), (1, 2, 37, 16), (2, 1, 9, 32)])
 def test_attention_forward(Z, H, N_CTX, HEAD_DIM, causal):
     rng = np.random.default_rng(N_CTX * 10 + HEAD_DIM)
     q, k, v = (rng.standard_normal((Z, H, N_CTX, HEAD_DIM)).astype(np.float32) for _ in range(3))

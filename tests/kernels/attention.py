@@ -52,7 +52,7 @@ def _attn_fwd(Q, K, V, sm_scale, Out, Lse,
     tl.store(Out + base + offs_m[:, None] * stride_m + offs_d[None, :], acc, mask=row_ok[:, None])
 
 
-def attention(q, k, v, causal, sm_scale=None, block_m=16, block_n=8):
+def attention(q, k, v, causal, sm_scale=None, block_m=16, block_n=16):
     """softmax(q k^T * sm_scale) v for q, k, v of shape (Z, H, N_CTX, HEAD_DIM), float32.
     Returns the output and the row log-sum-exp in base 2 (what the backward pass needs)."""
     Z, H, N_CTX, HEAD_DIM = q.shape
