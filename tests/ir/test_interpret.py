@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -102,6 +103,11 @@ def assert_same(got, want, t: str) -> None:
 # Kernel text
 # --------------------------------------------------------------------------- #
 
+@functools.lru_cache(maxsize=None)  # parsing dominates a small kernel's run time
+def kernel(args: str, body: str, name: str = "k"):
+    return parse_function(f"func @{name}({args}) {{{body}\n}}\n")
+
+
 def lanes(block: int = BLOCK) -> str:
     """Defines ``%offs`` (this program's element indices) and ``%mask`` (``offs < n``)."""
     return f"""
@@ -122,7 +128,6 @@ def pointer_to(ptr: str, t: str, block: int = BLOCK, offs: str = "%offs") -> str
   %{ptr}_at = addptr %{ptr}_s, {offs} : tile<{block}xptr<{t}>>"""
 
 
-@functools.lru_cache(maxsize=None)
 def elementwise_kernel(ins: tuple, out: str, body: str, block: int = BLOCK):
     """``out[i] = body(a0[i], a1[i], ...)`` for ``i < n``; ``body`` defines ``%r`` and may
     use ``{B}`` (block), ``{T}`` (first input's tile type) and ``{R}`` (the result's)."""
@@ -132,7 +137,7 @@ def elementwise_kernel(ins: tuple, out: str, body: str, block: int = BLOCK):
         text += pointer_to(f"p{i}", t, block) + f"\n  %a{i} = load %p{i}_at, %mask, _ : tile<{block}x{t}>"
     text += "\n" + body.format(B=block, T=f"tile<{block}x{ins[0]}>", R=f"tile<{block}x{out}>")
     text += pointer_to("pout", out, block) + "\n  store %pout_at, %r, %mask"
-    return parse_function(f"func @k({args}, %pout: ptr<{out}>, %n: i32) {{{text}\n}}\n")
+    return kernel(f"{args}, %pout: ptr<{out}>, %n: i32", text)
 
 
 def run_elementwise(ins: list, out: str, body: str, arrays: list, block: int = BLOCK) -> np.ndarray:
@@ -392,8 +397,6 @@ def test_bitcast_keeps_the_bits(src, dst, data, n):
 # Memory: masks, other, bounds and alignment errors
 # --------------------------------------------------------------------------- #
 
-def kernel(args: str, body: str, name: str = "k"):
-    return parse_function(f"func @{name}({args}) {{{body}\n}}\n")
 
 
 def masked_copy_kernel(t: str):
@@ -482,3 +485,495 @@ def test_pointer_argument_must_be_an_array_and_arity_is_checked():
         interpret(copy_kernel(), (1,), [3, np.zeros(4, np.float32), 4])
     with pytest.raises(TypeError, match="takes 3 arguments, got 2"):
         interpret(copy_kernel(), (1,), [np.zeros(4, np.float32), 4])
+
+
+# --------------------------------------------------------------------------- #
+# Divergence: if / for / while whose outcome differs across programs
+# --------------------------------------------------------------------------- #
+
+def per_program_kernel(body: str):
+    """``out[pid] = body(pid, k)``: ``body`` defines the scalar i32 ``%r``."""
+    return kernel("%out: ptr<i32>, %k: i32", f"""
+  %pid = program_id {{axis = 0}} : i32
+  %zero = constant {{value = 0, type = i32}} : i32
+  %one = constant {{value = 1, type = i32}} : i32
+  %two = constant {{value = 2, type = i32}} : i32
+{body}
+  %p = addptr %out, %pid : ptr<i32>
+  store %p, %r, _""")
+
+
+def run_per_program(body: str, programs: int, k: int) -> list:
+    out = np.full(programs, -99, np.int32)
+    interpret(per_program_kernel(body), (programs,), [out, k])
+    return out.tolist()
+
+
+IF_BODY = """
+  %half = rem %pid, %two : i32
+  %odd = cmp %half, %one {pred = "eq"} : i1
+  %r = if %odd : i32 {
+    %t = mul %pid, %k : i32
+    yield [%t]
+  } {
+    %big = cmp %pid, %k {pred = "gt"} : i1
+    %e = if %big : i32 {
+      yield [%k]
+    } {
+      %neg = neg %pid : i32
+      yield [%neg]
+    }
+    yield [%e]
+  }"""
+
+
+@FEW
+@given(programs=st.integers(1, 40), k=st.integers(-5, 30))
+def test_if_splits_the_batch_and_merges_results(programs, k):
+    want = [p * k if p % 2 else (k if p > k else -p) for p in range(programs)]
+    assert run_per_program(IF_BODY, programs, k) == want
+
+
+FOR_BODY = """
+  %r = for %pid, %k, %step, [%zero] : i32 {
+  ^(%i: i32, %acc: i32):
+    %sq = mul %i, %i : i32
+    %next = add %acc, %sq : i32
+    yield [%next]
+  }"""
+
+
+@FEW
+@given(programs=st.integers(1, 40), k=st.integers(-10, 40), step=st.sampled_from([1, 2, 3, -1, -4]))
+def test_for_with_trip_counts_that_differ_per_program(programs, k, step):
+    body = f"\n  %step = constant {{value = {step}, type = i32}} : i32" + FOR_BODY
+    want = [sum(i * i for i in range(p, k, step)) for p in range(programs)]
+    assert run_per_program(body, programs, k) == want
+
+
+def test_for_with_zero_step_is_an_error():
+    body = "\n  %step = constant {value = 0, type = i32} : i32" + FOR_BODY
+    with pytest.raises(InterpreterError, match="`for` loop step is 0"):
+        run_per_program(body, 2, 5)
+
+
+WHILE_BODY = """
+  %start = add %pid, %k : i32
+  %r, %steps = while [%start, %zero] : i32, i32 {
+  ^(%x: i32, %s: i32):
+    %more = cmp %x, %one {pred = "gt"} : i1
+    condition %more, [%x, %s]
+  } {
+  ^(%x1: i32, %s1: i32):
+    %h = rem %x1, %two : i32
+    %odd = cmp %h, %one {pred = "eq"} : i1
+    %tripled = mul %x1, %k3 : i32
+    %up = add %tripled, %one : i32
+    %down = div %x1, %two : i32
+    %nx = select %odd, %up, %down : i32
+    %ns = add %s1, %one : i32
+    yield [%nx, %ns]
+  }"""
+
+
+def collatz_steps(x: int) -> tuple:
+    steps = 0
+    while x > 1:
+        x, steps = (3 * x + 1 if x % 2 else x // 2), steps + 1
+    return x, steps
+
+
+@FEW
+@given(programs=st.integers(1, 40), k=st.integers(-3, 30))
+def test_while_runs_each_program_until_its_own_condition_fails(programs, k):
+    body = "\n  %k3 = constant {value = 3, type = i32} : i32" + WHILE_BODY.replace("%r, %steps", "%last, %r")
+    want = [collatz_steps(p + k)[1] for p in range(programs)]
+    assert run_per_program(body, programs, k) == want
+
+
+def test_grid_of_three_axes_and_num_programs():
+    fn = kernel("%out: ptr<i32>", """
+  %x = program_id {axis = 0} : i32
+  %y = program_id {axis = 1} : i32
+  %z = program_id {axis = 2} : i32
+  %nx = num_programs {axis = 0} : i32
+  %ny = num_programs {axis = 1} : i32
+  %nz = num_programs {axis = 2} : i32
+  %yz = mul %z, %ny : i32
+  %row = add %yz, %y : i32
+  %rx = mul %row, %nx : i32
+  %lin = add %rx, %x : i32
+  %s1 = mul %x, %nz : i32
+  %v = add %lin, %s1 : i32
+  %p = addptr %out, %lin : ptr<i32>
+  store %p, %v, _""")
+    out = np.zeros(3 * 4 * 5, np.int32)
+    interpret(fn, (3, 4, 5), [out])
+    lin = np.arange(60)
+    np.testing.assert_array_equal(out, lin + (lin % 3) * 5)
+
+
+# --------------------------------------------------------------------------- #
+# Atomics: program order, repeated addresses, old values, locks
+# --------------------------------------------------------------------------- #
+
+def atomic_kernel(kind: str, t: str):
+    """Every lane ``i < n`` does ``old[i] = atomic_<kind>(&acc[idx[i]], val[i])``."""
+    tile = f"tile<{BLOCK}x{t}>"
+    return kernel(f"%acc: ptr<{t}>, %idx: ptr<i32>, %val: ptr<{t}>, %old: ptr<{t}>, %n: i32",
+                  lanes() + pointer_to("idx", "i32") + pointer_to("val", t) + pointer_to("old", t) + f"""
+  %j = load %idx_at, %mask, _ : tile<{BLOCK}xi32>
+  %v = load %val_at, %mask, _ : {tile}
+  %acc_s = splat %acc {{shape = ({BLOCK},)}} : tile<{BLOCK}xptr<{t}>>
+  %target = addptr %acc_s, %j : tile<{BLOCK}xptr<{t}>>
+  %o = atomic_rmw %target, %v, %mask {{kind = "{kind}"}} : {tile}
+  store %old_at, %o, %mask""")
+
+
+ATOMIC_REFERENCES = {"add": lambda a, b: a + b, "max": max, "min": min, "and": lambda a, b: a & b,
+                     "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "xchg": lambda a, b: b}
+
+
+@pytest.mark.parametrize("t", ("i32", "u8", "i64", "f32", "f16"))
+@pytest.mark.parametrize("kind", sorted(ATOMIC_REFERENCES))
+@FEW
+@given(data=st.data(), n=sizes, slots=st.integers(1, 5))
+def test_atomics_apply_lanes_in_program_order_and_return_old_values(t, kind, data, n, slots):
+    if t in FLOATS and kind in ("and", "or", "xor"):
+        return
+    finite = dict(finite=True, lo=-100, hi=100) if t in FLOATS else {}
+    start, vals = draw(data, t, slots, **finite), draw(data, t, n, **finite)
+    idx = data.draw(st.lists(st.integers(0, slots - 1), min_size=n, max_size=n)).copy()
+    memory, old = start.astype(object if t not in FLOATS else np.float64).tolist(), []
+    for j, v in zip(idx, vals.astype(object if t not in FLOATS else np.float64).tolist()):
+        old.append(memory[j])
+        memory[j] = ATOMIC_REFERENCES[kind](memory[j], v)
+        memory[j] = float(ref_round(memory[j], t)) if t in FLOATS else wrap([memory[j]], HELPER_NAME[t])[0]
+    acc, got_old = start.copy(), np.zeros(n, start.dtype)
+    interpret(atomic_kernel(kind, t), (math.ceil(n / BLOCK),), [acc, np.array(idx, np.int32), vals, got_old, n])
+    assert_same(acc, np.array(memory, dtype=start.dtype), t)
+    assert_same(got_old, np.array(old, dtype=start.dtype), t)
+
+
+def test_atomic_add_without_used_result_takes_the_ufunc_path_and_counts():
+    fn = kernel("%acc: ptr<i32>, %n: i32", lanes() + """
+  %one = constant {value = 1, type = tile<16xi32>} : tile<16xi32>
+  %acc_s = splat %acc {shape = (16,)} : tile<16xptr<i32>>
+  %seven = constant {value = 7, type = tile<16xi32>} : tile<16xi32>
+  %slot = rem %offs, %seven : tile<16xi32>
+  %at = addptr %acc_s, %slot : tile<16xptr<i32>>
+  %o = atomic_rmw %at, %one, %mask {kind = "add"} : tile<16xi32>""")
+    acc = np.zeros(7, np.int32)
+    interpret(fn, (7,), [acc, 100])
+    np.testing.assert_array_equal(acc, np.bincount(np.arange(100) % 7))
+
+
+def test_spin_lock_with_atomic_cas_serializes_programs():
+    """Each program takes a lock (cas 0 -> 1 in a while loop), does a non-atomic
+    read-modify-write of a counter, and releases the lock with xchg."""
+    fn = kernel("%lock: ptr<i32>, %counter: ptr<i32>", """
+  %zero = constant {value = 0, type = i32} : i32
+  %one = constant {value = 1, type = i32} : i32
+  %pid = program_id {axis = 0} : i32
+  %got = while [%one] : i32 {
+  ^(%prev: i32):
+    %busy = cmp %prev, %zero {pred = "ne"} : i1
+    condition %busy, [%prev]
+  } {
+  ^(%p: i32):
+    %old = atomic_cas %lock, %zero, %one : i32
+    yield [%old]
+  }
+  %c = load %counter, _, _ : i32
+  %c2 = add %c, %pid : i32
+  store %counter, %c2, _
+  %released = atomic_rmw %lock, %zero, _ {kind = "xchg"} : i32""")
+    lock, counter = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    interpret(fn, (50,), [lock, counter])
+    assert counter[0] == sum(range(50)) and lock[0] == 0
+
+
+# --------------------------------------------------------------------------- #
+# Reduce, scan, dot
+# --------------------------------------------------------------------------- #
+
+def tile_kernel(t: str, shape: tuple, body: str, out_t: str, out_shape: tuple):
+    """Loads a row-major tile of ``shape`` from ``x`` (one per program), runs ``body``
+    (defines ``%r`` of ``out_shape``, possibly ``()``) and stores it row-major to ``out``."""
+    def index_tile(shp, name):
+        numel, rank = math.prod(shp), len(shp)
+        lines = f"\n  %{name}_lin = arange {{start = 0, end = {numel}}} : tile<{numel}xi32>"
+        if rank != 1:
+            dims = "x".join(map(str, shp))
+            lines += f"\n  %{name}_idx = reshape %{name}_lin {{shape = {tuple(shp)}}} : tile<{dims}xi32>"
+        return lines, (f"%{name}_idx" if rank != 1 else f"%{name}_lin")
+
+    def ptrs(ptr, t, shp, name):
+        if not shp:
+            return f"\n  %{name}_at = addptr %{ptr}, %pid_base_{name} : ptr<{t}>", f"%{name}_at"
+        lines, idx = index_tile(shp, name)
+        dims = "x".join(map(str, shp))
+        numel = math.prod(shp)
+        return lines + f"""
+  %{name}_b = splat %pid_base_{name} {{shape = {tuple(shp)}}} : tile<{dims}xi32>
+  %{name}_i = add %{name}_b, {idx} : tile<{dims}xi32>
+  %{name}_s = splat %{ptr} {{shape = {tuple(shp)}}} : tile<{dims}xptr<{t}>>
+  %{name}_at = addptr %{name}_s, %{name}_i : tile<{dims}xptr<{t}>>""", f"%{name}_at"
+
+    def ty(t, shp):
+        return f"tile<{'x'.join(map(str, shp))}x{t}>" if shp else t
+
+    text = "\n  %pid = program_id {axis = 0} : i32"
+    for name, shp in (("in", shape), ("o", out_shape)):
+        text += f"\n  %numel_{name} = constant {{value = {max(1, math.prod(shp))}, type = i32}} : i32"
+        text += f"\n  %pid_base_{name} = mul %pid, %numel_{name} : i32"
+    lines, pin = ptrs("x", t, shape, "in")
+    text += lines + f"\n  %a = load {pin}, _, _ : {ty(t, shape)}\n"
+    text += body.format(T=ty(t, shape), R=ty(out_t, out_shape))
+    lines, pout = ptrs("out", out_t, out_shape, "o")
+    text += lines + f"\n  store {pout}, %r, _"
+    return kernel(f"%x: ptr<{t}>, %out: ptr<{out_t}>", text)
+
+
+def run_tile(t, shape, body, out_t, out_shape, x):
+    programs = x.shape[0]
+    out = to_host(np.zeros((programs,) + out_shape), out_t)
+    interpret(tile_kernel(t, shape, body, out_t, out_shape), (programs,), [to_host(x, t), out])
+    return from_host(out, out_t)
+
+
+def reduce_body(op: str, t: str, axis, attrs: str = "") -> str:
+    return f"""  %r = reduce [%a] {{{{axis = {axis}}}}} : {{R}} {{{{
+  ^(%u: {t}, %v: {t}):
+    %w = {op} %u, %v{attrs} : {t}
+    yield [%w]
+  }}}}"""
+
+
+def reduced_shape(shape, axis):
+    return () if axis is None else shape[:axis] + shape[axis + 1:]
+
+
+REDUCERS = {"add": np.add, "maximum": np.fmax, "minimum": np.fmin, "xor": np.bitwise_xor, "mul": np.multiply}
+INT_REDUCERS = {"add": operator.add, "maximum": max, "minimum": min, "xor": operator.xor, "mul": operator.mul}
+
+
+@pytest.mark.parametrize("t", ("i8", "i32", "u64", "f16", "bf16", "f32", "f64"))
+@pytest.mark.parametrize("op", sorted(REDUCERS))
+@FEW
+@given(data=st.data(), programs=st.integers(1, 4), shape=st.sampled_from([(8,), (4, 8), (2, 4, 2)]),
+       axis_pick=st.integers(0, 3))
+def test_reduce_with_one_op_combiners(t, op, data, programs, shape, axis_pick):
+    if op == "xor" and t in FLOATS:
+        return
+    axis = None if axis_pick >= len(shape) else axis_pick
+    small = dict(finite=True, lo=-4, hi=4) if t in FLOATS else {}
+    x = draw(data, t, (programs,) + shape, **small)
+    got = run_tile(t, shape, reduce_body(op, t, "none" if axis is None else axis), t, reduced_shape(shape, axis), x)
+    if axis is None:
+        x = x.reshape(programs, -1)
+    np_axis = 1 if axis is None else axis + 1
+    if t in FLOATS:  # small values: sums are exact in f64; the type rounds once per combination
+        want = REDUCERS[op].reduce(x.astype(np.float64), axis=np_axis)
+        tol = 0 if op in ("maximum", "minimum") else 2.0 ** -_FLOAT_FORMAT[t][0] * 16 * np.abs(want).max(initial=1)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol * 8)
+    else:
+        want = np.frompyfunc(INT_REDUCERS[op], 2, 1).reduce(exact_ints(x), axis=np_axis)
+        assert_same(got, wrap(np.ravel(want), HELPER_NAME[t]).reshape(got.shape), t)
+
+
+ARGMAX_BODY = """  %i = arange {{start = 0, end = 16}} : tile<16xi32>
+  %m, %r = reduce [%a, %i] {{axis = 0}} : $t, i32 {{
+  ^(%va: $t, %ia: i32, %vb: $t, %ib: i32):
+    %gt = cmp %va, %vb {{pred = "gt"}} : i1
+    %eq = cmp %va, %vb {{pred = "eq"}} : i1
+    %lower = cmp %ia, %ib {{pred = "lt"}} : i1
+    %tie = and %eq, %lower : i1
+    %keep = or %gt, %tie : i1
+    %v = select %keep, %va, %vb : $t
+    %iw = select %keep, %ia, %ib : i32
+    yield [%v, %iw]
+  }}"""
+
+
+@pytest.mark.parametrize("t", ("i8", "f32", "bf16"))
+@PROPERTY
+@given(data=st.data(), programs=st.integers(1, 5))
+def test_argmax_by_general_combiner_picks_the_first_maximum(t, data, programs):
+    x = data.draw(values(HELPER_NAME[t], (programs, 16), lo=-3, hi=3))  # few values: many ties
+    x = np.round(x).astype(x.dtype)
+    got = run_tile(t, (16,), ARGMAX_BODY.replace("$t", t), "i32", (), x)
+    np.testing.assert_array_equal(got, np.argmax(x, axis=1))
+
+
+def scan_body(op: str, t: str, axis: int, reverse: bool) -> str:
+    return f"""  %r = scan [%a] {{{{axis = {axis}, reverse = {str(reverse).lower()}}}}} : {{R}} {{{{
+  ^(%u: {t}, %v: {t}):
+    %w = {op} %u, %v : {t}
+    yield [%w]
+  }}}}"""
+
+
+@pytest.mark.parametrize("t", ("i16", "u32", "bf16", "f32"))
+@pytest.mark.parametrize("op", ("add", "maximum"))
+@FEW
+@given(data=st.data(), programs=st.integers(1, 3), axis=st.integers(0, 1), reverse=st.booleans())
+def test_scan_inclusive_forward_and_reverse(t, op, data, programs, axis, reverse):
+    shape = (4, 8)
+    x = draw(data, t, (programs,) + shape, **(dict(finite=True, lo=-4, hi=4) if t in FLOATS else {}))
+    got = run_tile(t, shape, scan_body(op, t, axis, reverse), t, shape, x)
+    wide = x.astype(np.float64 if t in FLOATS else object)
+    flipped = np.flip(wide, axis + 1) if reverse else wide
+    want = (np.frompyfunc(INT_REDUCERS[op], 2, 1) if t not in FLOATS else REDUCERS[op]).accumulate(
+        flipped, axis=axis + 1)
+    want = np.flip(want, axis + 1) if reverse else want
+    if t in FLOATS:
+        np.testing.assert_allclose(got, want.astype(np.float64), atol=0.5 if t == "bf16" else 1e-4)
+    else:
+        assert_same(got, wrap(np.ravel(want), HELPER_NAME[t]).reshape(got.shape), t)
+
+
+@pytest.mark.parametrize("t_in,t_acc,precision", [("f16", "f32", "ieee"), ("bf16", "f32", "ieee"),
+                                                  ("f32", "f32", "tf32"), ("f32", "f32", "ieee"),
+                                                  ("i8", "i32", "ieee"), ("f16", "f16", "ieee")])
+@FEW
+@given(data=st.data(), programs=st.integers(1, 3))
+def test_dot_accumulates_in_the_accumulator_type(t_in, t_acc, precision, data, programs):
+    m, k, n = 4, 8, 2
+    small = dict(finite=True, lo=-8, hi=8) if t_in in FLOATS else {}
+    a, b = draw(data, t_in, (programs, m, k), **small), draw(data, t_in, (programs, k, n), **small)
+    acc = draw(data, t_acc, (programs, m, n), **small)
+    fn = kernel(f"%a: ptr<{t_in}>, %b: ptr<{t_in}>, %c: ptr<{t_acc}>, %out: ptr<{t_acc}>", f"""
+  %pid = program_id {{axis = 0}} : i32
+{load_matrix("a", t_in, m, k)}{load_matrix("b", t_in, k, n)}{load_matrix("c", t_acc, m, n)}
+  %r = dot %a_v, %b_v, %c_v {{input_precision = "{precision}"}} : tile<{m}x{n}x{t_acc}>
+{matrix_pointers("out", t_acc, m, n)}
+  store %out_at, %r, _""")
+    out = to_host(np.zeros((programs, m, n)), t_acc)
+    interpret(fn, (programs,), [to_host(a, t_in), to_host(b, t_in), to_host(acc, t_acc), out])
+    if t_in not in FLOATS:
+        want = (a.astype(np.int64) @ b.astype(np.int64) + acc).astype(np.int32)
+        np.testing.assert_array_equal(out, want)
+        return
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if precision == "tf32":
+        a64, b64 = ref_round_bits(a64, 11), ref_round_bits(b64, 11)
+    want = ref_round(a64 @ b64 + acc.astype(np.float64), t_acc)
+    np.testing.assert_allclose(from_host(out, t_acc), want, rtol=2.0 ** -_FLOAT_FORMAT[t_acc][0] * 4, atol=1e-6)
+
+
+def ref_round_bits(x, bits: int) -> np.ndarray:
+    """``x`` rounded to ``bits`` significant bits, nearest even (tf32 has 11)."""
+    m, e = np.frexp(x)
+    return np.ldexp(np.round(m * 2.0 ** bits) / 2.0 ** bits, e)
+
+
+def matrix_pointers(ptr: str, t: str, rows: int, cols: int) -> str:
+    """``%{ptr}_at``: pointers to program pid's row-major ``rows x cols`` matrix."""
+    dims = f"{rows}x{cols}"
+    return f"""  %{ptr}_numel = constant {{value = {rows * cols}, type = i32}} : i32
+  %{ptr}_base = mul %pid, %{ptr}_numel : i32
+  %{ptr}_lin = arange {{start = 0, end = {rows * cols}}} : tile<{rows * cols}xi32>
+  %{ptr}_idx = reshape %{ptr}_lin {{shape = ({rows}, {cols})}} : tile<{dims}xi32>
+  %{ptr}_b = splat %{ptr}_base {{shape = ({rows}, {cols})}} : tile<{dims}xi32>
+  %{ptr}_i = add %{ptr}_b, %{ptr}_idx : tile<{dims}xi32>
+  %{ptr}_s = splat %{ptr} {{shape = ({rows}, {cols})}} : tile<{dims}xptr<{t}>>
+  %{ptr}_at = addptr %{ptr}_s, %{ptr}_i : tile<{dims}xptr<{t}>>"""
+
+
+def load_matrix(ptr: str, t: str, rows: int, cols: int) -> str:
+    return matrix_pointers(ptr, t, rows, cols) + f"\n  %{ptr}_v = load %{ptr}_at, _, _ : tile<{rows}x{cols}x{t}>\n"
+
+
+def test_tf32_rounds_f32_inputs_to_ten_mantissa_bits():
+    a = np.full((1, 4, 8), 1 + 2.0 ** -12, np.float32)  # not a tf32 value: rounds to 1.0
+    b, c = np.full((1, 8, 2), 1.0, np.float32), np.zeros((1, 4, 2), np.float32)
+    results = {}
+    for precision in ("ieee", "tf32"):
+        fn = kernel("%a: ptr<f32>, %b: ptr<f32>, %c: ptr<f32>, %out: ptr<f32>", f"""
+  %pid = program_id {{axis = 0}} : i32
+{load_matrix("a", "f32", 4, 8)}{load_matrix("b", "f32", 8, 2)}{load_matrix("c", "f32", 4, 2)}
+  %r = dot %a_v, %b_v, %c_v {{input_precision = "{precision}"}} : tile<4x2xf32>
+{matrix_pointers("out", "f32", 4, 2)}
+  store %out_at, %r, _""")
+        results[precision] = np.zeros((1, 4, 2), np.float32)
+        interpret(fn, (1,), [a, b, c, results[precision]])
+    assert (results["ieee"] == np.float32(8 * (1 + 2.0 ** -12))).all() and (results["tf32"] == 8).all()
+
+
+# --------------------------------------------------------------------------- #
+# Shape ops
+# --------------------------------------------------------------------------- #
+
+SHAPE_BODIES = {
+    "permute": ("  %r = permute %a {{order = (1, 0)}} : {R}", (8, 4), lambda x: x.transpose(0, 2, 1)),
+    "expand_broadcast": ("""  %s = reduce [%a] {{axis = 1}} : tile<4xi32> {{
+  ^(%u: i32, %v: i32):
+    %w = add %u, %v : i32
+    yield [%w]
+  }}
+  %e = expand_dims %s {{axis = 1}} : tile<4x1xi32>
+  %r = broadcast %e {{shape = (4, 8)}} : {R}""", (4, 8), lambda x: np.repeat(x.sum(2, keepdims=True), 8, 2)),
+    "join_split": ("""  %lo, %hi = split %j : tile<4x8xi32>, tile<4x8xi32>
+  %r = sub %hi, %lo : {R}""", (4, 8), lambda x: x * 2 - x),
+    "reshape": ("  %r = reshape %a {{shape = (2, 16)}} : {R}", (2, 16), lambda x: x.reshape(-1, 2, 16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_BODIES))
+@FEW
+@given(data=st.data(), programs=st.integers(1, 3))
+def test_shape_ops_match_numpy(name, data, programs):
+    body, out_shape, ref = SHAPE_BODIES[name]
+    if name == "join_split":  # join x with 2x, then split it back
+        body = "  %two = constant {{value = 2, type = {T}}} : {T}\n  %x2 = mul %a, %two : {T}\n" \
+               "  %j = join %a, %x2 : tile<4x8x2xi32>\n" + body
+    x = data.draw(values("int32", (programs, 4, 8), lo=-1000, hi=1000))
+    np.testing.assert_array_equal(run_tile("i32", (4, 8), body, "i32", out_shape, x), ref(x))
+
+
+# --------------------------------------------------------------------------- #
+# Print, assert, barrier, assume, evaluate_pure
+# --------------------------------------------------------------------------- #
+
+def test_print_shows_each_program_and_its_values(capsys):
+    fn = kernel("%n: i32", """
+  %pid = program_id {axis = 0} : i32
+  %v = mul %pid, %n : i32
+  %t = arange {start = 0, end = 4} : tile<4xi32>
+  barrier
+  print [%v, %t] {prefix = "v ="}""")
+    interpret(fn, (2,), [10])
+    assert capsys.readouterr().out == "pid (0, 0, 0) v =: 0 [0 1 2 3]\npid (1, 0, 0) v =: 10 [0 1 2 3]\n"
+
+
+def test_failed_assert_names_the_first_program_and_index():
+    fn = kernel("%n: i32", """
+  %pid = program_id {axis = 0} : i32
+  %t = arange {start = 0, end = 8} : tile<8xi32>
+  %p = splat %pid {shape = (8,)} : tile<8xi32>
+  %s = add %t, %p : tile<8xi32>
+  %nt = splat %n {shape = (8,)} : tile<8xi32>
+  %ok = cmp %s, %nt {pred = "lt"} : tile<8xi1>
+  assert %ok {msg = "s < n"} loc("kernel.py":12:4)""")
+    interpret(fn, (3,), [10])
+    with pytest.raises(InterpreterError, match=r"kernel.py:12: device_assert failed: s < n \(program 3, index \(7,\)\)"):
+        interpret(fn, (4,), [10])
+
+
+def test_assume_is_the_identity():
+    body = '  %r = assume %a0 {{kind = "multiple_of", values = (16,)}} : {R}'
+    x = np.arange(40, dtype=np.int32) * 16
+    np.testing.assert_array_equal(run_elementwise(["i32"], "i32", body, [x]), x)
+
+
+def test_evaluate_pure_agrees_with_the_interpreter_on_one_op():
+    fn = kernel("%a: i8, %b: i8", "\n  %q = div %a, %b : i8\n  %h = cast %q {to = bf16} : bf16")
+    div, cast_op = fn.body.ops
+    (q,) = evaluate_pure(div, [np.int8(-128), np.int8(-1)])
+    assert q.dtype == np.int8 and int(q) == -128
+    (h,) = evaluate_pure(cast_op, [np.int8(-7)])
+    assert float(h) == -7.0
+    (h,) = evaluate_pure(ir.Cast(src=ir.Value(SCALAR_TYPES["f32"]), to=SCALAR_TYPES["bf16"]).make_results(),
+                         [np.float32(1 + 2 ** -8)])
+    assert float(h) == 1.0
