@@ -1,0 +1,115 @@
+"""The pass manager (order, dumps, verification after each pass) and
+``optimize`` (the default pipeline to a fixed point), on golden text."""
+from __future__ import annotations
+
+import pytest
+from opt.golden import apply_pass, function_text
+
+from tilec.ir import ops
+from tilec.ir.core import Function, VerifyError, clone_block
+from tilec.ir.parser import parse_function
+from tilec.ir.printer import print_function
+from tilec.opt import PassManager, canonicalize, eliminate_dead_code, optimize
+
+BODY = """
+%z = constant {value = 0, type = i32} : i32
+%a = add %x, %z : i32
+print [%a] {prefix = ""}
+"""
+AFTER_CANONICALIZE = """
+%z = constant {value = 0, type = i32} : i32
+print [%x] {prefix = ""}
+"""
+AFTER_DCE = """
+print [%x] {prefix = ""}
+"""
+
+
+def _dump_of(text: str, name: str) -> str:
+    return f"// -----// IR after {name} //----- //\n{text}\n"
+
+
+def test_dump_after_each_pass_in_order(monkeypatch, capsys):
+    monkeypatch.setenv("TILEC_DUMP", "llvm,ir")
+    out = PassManager([canonicalize, eliminate_dead_code]).run(parse_function(function_text(BODY)))
+    assert print_function(out) == function_text(AFTER_DCE)
+    assert capsys.readouterr().err == (_dump_of(function_text(AFTER_CANONICALIZE), "canonicalize")
+                                       + _dump_of(function_text(AFTER_DCE), "eliminate_dead_code"))
+
+
+@pytest.mark.parametrize("env", ["", "llvm", "ptx,irx"])
+def test_no_dump_unless_ir_is_named(monkeypatch, capsys, env):
+    monkeypatch.setenv("TILEC_DUMP", env)
+    PassManager([canonicalize]).run(parse_function(function_text(BODY)))
+    assert capsys.readouterr().err == ""
+
+
+def _broken_pass(fn: Function) -> Function:
+    """Copies ``fn`` but drops the definition of the value the last op prints."""
+    body = clone_block(fn.body, {})
+    body.ops = [op for op in body.ops if not isinstance(op, ops.Add)]
+    return Function(fn.name, body, fn.arg_names, fn.arg_attrs)
+
+
+def test_verification_names_the_pass_that_broke_the_ir():
+    fn = parse_function(function_text(BODY))
+    with pytest.raises(VerifyError, match="IR is invalid after pass _broken_pass: .*print"):
+        PassManager([_broken_pass, canonicalize]).run(fn)
+    broken = PassManager([_broken_pass], verify=False).run(fn)  # off: no check
+    assert not any(isinstance(op, ops.Add) for op in broken.body.ops)
+
+
+OPTIMIZE_CASES = {
+    "fold_feeds_identity_feeds_cse_and_dce": (
+        """
+        %two = constant {value = 2, type = i32} : i32
+        %one = constant {value = 1, type = i32} : i32
+        %k = sub %two, %one : i32
+        %a = mul %x, %k : i32
+        %b = mul %x, %one : i32
+        %c1 = add %a, %b : i32
+        %d = add %x, %x : i32
+        print [%c1, %d] {prefix = ""}
+        """, """
+        %c1 = add %x, %x : i32
+        print [%c1, %c1] {prefix = ""}
+        """),
+    "invariant_leaves_two_loops_in_two_rounds": (
+        """
+        %z = constant {value = 0, type = i32} : i32
+        %one = constant {value = 1, type = i32} : i32
+        %r = for %z, %x, %one, [%z] : i32 {
+        ^(%i: i32, %acc: i32):
+          %s = for %z, %y, %one, [%acc] : i32 {
+          ^(%j: i32, %inner: i32):
+            %k = mul %x, %y : i32
+            %n = add %inner, %k : i32
+            yield [%n]
+          }
+          yield [%s]
+        }
+        print [%r] {prefix = ""}
+        """, """
+        %z = constant {value = 0, type = i32} : i32
+        %one = constant {value = 1, type = i32} : i32
+        %k = mul %x, %y : i32
+        %r = for %z, %x, %one, [%z] : i32 {
+        ^(%i: i32, %acc: i32):
+          %s = for %z, %y, %one, [%acc] : i32 {
+          ^(%j: i32, %inner: i32):
+            %n = add %inner, %k : i32
+            yield [%n]
+          }
+          yield [%s]
+        }
+        print [%r] {prefix = ""}
+        """),
+}
+
+
+@pytest.mark.parametrize("name", OPTIMIZE_CASES)
+def test_optimize_reaches_the_fixed_point(name):
+    body, expected = OPTIMIZE_CASES[name]
+    got = apply_pass(optimize, function_text(body))
+    assert got == function_text(expected)
+    assert apply_pass(optimize, got) == got
