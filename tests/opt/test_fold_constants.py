@@ -221,6 +221,11 @@ KEPT = {
         %s = splat %x {shape = (4,)} : tile<4xi32>
         print [%a, %s] {prefix = ""}
         """,
+    "cast_to_pointer": """
+        %k = constant {value = 4096, type = i64} : i64
+        %q = cast %k {to = ptr<f32>} : ptr<f32>
+        print [%q] {prefix = ""}
+        """,
     "ops_with_effects_or_regions": """
         %k = constant {value = 5, type = i32} : i32
         %r = for %k, %k, %k, [%k] : i32 {

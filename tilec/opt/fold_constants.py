@@ -57,11 +57,16 @@ def fold_elementwise_op(op: Op) -> Optional[Op]:
     """A constant for an elementwise op (already cloned) whose operands are all constants."""
     if not isinstance(op, ELEMENTWISE) or type(op) not in PURE or _divides_by_zero(op):
         return None
-    if not all(is_constant(v) for v in op.operands):
+    if not all(is_constant(v) for v in op.operands) or not _all_scalar_types(op):
         return None
     args = [convert_constant(constant_value(v), elem_type(v.type)) for v in op.operands]
     (result,) = evaluate_pure(op, args)
     return make_constant(python_scalar(result, elem_type(op.result.type)), op.result.type, op)
+
+
+def _all_scalar_types(op: Op) -> bool:
+    """No pointers in or out: an address is not a constant (casts int <-> pointer stay)."""
+    return all(isinstance(elem_type(v.type), ScalarType) for v in op.operands + op.results)
 
 
 def _divides_by_zero(op: Op) -> bool:
