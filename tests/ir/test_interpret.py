@@ -767,7 +767,8 @@ def test_reduce_with_one_op_combiners(t, op, data, programs, shape, axis_pick):
     if op == "xor" and t in FLOATS:
         return
     axis = None if axis_pick >= len(shape) else axis_pick
-    small = dict(finite=True, lo=-4, hi=4) if t in FLOATS else {}
+    bound = 1.2 if op == "mul" else 4  # products of 32 values stay finite in f16
+    small = dict(finite=True, lo=-bound, hi=bound) if t in FLOATS else {}
     x = draw(data, t, (programs,) + shape, **small)
     got = run_tile(t, shape, reduce_body(op, t, "none" if axis is None else axis), t, reduced_shape(shape, axis), x)
     if axis is None:
@@ -859,7 +860,10 @@ def test_dot_accumulates_in_the_accumulator_type(t_in, t_acc, precision, data, p
     if precision == "tf32":
         a64, b64 = ref_round_bits(a64, 11), ref_round_bits(b64, 11)
     want = ref_round(a64 @ b64 + acc.astype(np.float64), t_acc)
-    np.testing.assert_allclose(from_host(out, t_acc), want, rtol=2.0 ** -_FLOAT_FORMAT[t_acc][0] * 4, atol=1e-6)
+    # accumulation order is unspecified: allow k roundings of the accumulator type
+    scale = np.abs(a64) @ np.abs(b64) + np.abs(acc.astype(np.float64))
+    bound = (k + 1) * 2.0 ** (1 - _FLOAT_FORMAT[t_acc][0]) * scale
+    assert (np.abs(from_host(out, t_acc) - want) <= bound).all()
 
 
 def ref_round_bits(x, bits: int) -> np.ndarray:

@@ -49,15 +49,34 @@ def array_span(name: str, a: np.ndarray) -> Span:
 
 @dataclass
 class Access:
-    """One checked access: ``what`` (load/store/...), the lanes' flat addresses and
-    which flat lanes are masked in (``None``: all), plus how to name a lane's program."""
+    """One access to check: ``what`` (load/store/...), the masked-in lanes' addresses,
+    which flat lanes those are (``None``: all), and how to name a lane's program.
+
+    The addresses are ``addrs``, or ``base + offsets * size`` when the pointers
+    are one pointer plus element offsets (``x_ptr + offs``, the common case):
+    then the fast path indexes a view with the offsets and never forms
+    64-bit addresses.
+    """
 
     what: str
-    addrs: np.ndarray
     lanes: Optional[np.ndarray]
     elem: object
     program_of: Callable[[int], str]
     masked: bool
+    addrs: Optional[np.ndarray] = None
+    base: int = 0
+    offsets: Optional[np.ndarray] = None
+
+    @property
+    def count(self) -> int:
+        return (self.addrs if self.addrs is not None else self.offsets).size
+
+    def addresses(self) -> np.ndarray:
+        if self.addrs is None:
+            size = memory_dtype(self.elem).itemsize
+            self.addrs = np.multiply(self.offsets, size, dtype=np.int64)
+            self.addrs += self.base
+        return self.addrs
 
 
 class Memory:
@@ -83,18 +102,34 @@ class Memory:
 
     # --- checking ---------------------------------------------------------------
     def resolve(self, op, acc: Access) -> list[tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]]:
-        """``[(view, element indices, positions in acc.addrs or None for all)]`` for a valid access."""
-        a, size = acc.addrs, memory_dtype(acc.elem).itemsize
-        if a.size == 0:
+        """``[(view, element indices, positions in the lanes or None for all)]`` for a valid access."""
+        if acc.count == 0:
             return []
-        span = self._single_span(a, size)
+        dtype = memory_dtype(acc.elem)
+        fast = self._offsets_in_one_span(acc, dtype) if acc.offsets is not None else None
+        if fast is not None:
+            return [fast]
+        a = acc.addresses()
+        span = self._single_span(a, dtype.itemsize)
         if span is not None:
-            view, base = self._view(span, memory_dtype(acc.elem))
-            return [(view, _indices(a, base, size), None)]
-        return self._resolve_many(op, acc, size)
+            view, base = self._view(span, dtype)
+            return [(view, _indices(a, base, dtype.itemsize), None)]
+        return self._resolve_many(op, acc, dtype.itemsize)
+
+    def _offsets_in_one_span(self, acc: Access, dtype: np.dtype):
+        """``(view, indices, None)`` when ``base + offsets`` is aligned and inside one span."""
+        size = dtype.itemsize
+        first = acc.base + int(acc.offsets.min()) * size
+        last = acc.base + int(acc.offsets.max()) * size + size
+        span = next((s for s in self.spans if s.lo <= first and last <= s.hi), None)
+        if span is None or acc.base % size:
+            return None
+        view, base = self._view(span, dtype)
+        shift = (acc.base - base) // size
+        return view, (acc.offsets if shift == 0 else np.add(acc.offsets, shift, dtype=np.int64)), None
 
     def _single_span(self, a: np.ndarray, size: int) -> Optional[Span]:
-        """The span holding every address, when they are aligned and share one (the fast path)."""
+        """The span holding every address, when they are aligned and share one."""
         lo, hi = int(a.min()), int(a.max()) + size
         if size > 1 and np.bitwise_or.reduce(a) & (size - 1):
             return None
@@ -104,7 +139,7 @@ class Memory:
         order = sorted(range(len(self.spans)), key=lambda i: self.spans[i].lo)
         starts = np.array([self.spans[i].lo for i in order], np.int64)
         ends = np.array([self.spans[i].hi for i in order], np.int64)
-        a = acc.addrs
+        a = acc.addresses()
         k = np.maximum(np.searchsorted(starts, a, "right") - 1, 0)
         ok = (a >= starts[k]) & (a + size <= ends[k]) & (a % size == 0) if len(starts) else np.zeros(a.shape, bool)
         if not ok.all():
@@ -117,7 +152,7 @@ class Memory:
         return groups
 
     def _report(self, op, acc: Access, pos: int, size: int) -> None:
-        addr = int(acc.addrs[pos])
+        addr = int(acc.addresses()[pos])
         lane = int(acc.lanes[pos]) if acc.lanes is not None else pos
         span = min(self.spans, key=lambda s: max(s.lo - addr, addr + size - s.hi, 0), default=None)
         who = f"({'masked-in ' if acc.masked else ''}lane of {acc.program_of(lane)})"
@@ -134,7 +169,7 @@ class Memory:
     # --- accesses ---------------------------------------------------------------
     def load(self, op, acc: Access) -> np.ndarray:
         """The masked-in lanes' values (compute representation), flat."""
-        out = np.empty(acc.addrs.shape, memory_dtype(acc.elem))
+        out = np.empty(acc.count, memory_dtype(acc.elem))
         for view, idx, pos in self.resolve(op, acc):
             if pos is None:
                 out = view.take(idx)
@@ -150,7 +185,7 @@ class Memory:
     def atomic(self, op, acc: Access, update: Callable, operands: list, need_old: bool,
                ufunc: Optional[np.ufunc]) -> np.ndarray:
         """Apply ``new = update(old, *operands)`` lane by lane in order; the old values, flat."""
-        old = np.zeros(acc.addrs.shape, memory_dtype(acc.elem))
+        old = np.zeros(acc.count, memory_dtype(acc.elem))
         for view, idx, pos in self.resolve(op, acc):
             lane_ops = [x if pos is None else x[pos] for x in operands]
             if ufunc is not None and not need_old:

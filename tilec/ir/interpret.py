@@ -137,6 +137,7 @@ class Frame:
                  rows: Optional[np.ndarray] = None):
         self.launch, self.pids, self.parent, self.rows = launch, pids, parent, rows
         self.values: dict[Value, np.ndarray] = {}
+        self.pointers: dict[Value, OffsetPointers] = {}  # addptr results not yet turned into addresses
 
     @property
     def size(self) -> int:
@@ -145,7 +146,9 @@ class Frame:
     def __getitem__(self, v: Value) -> np.ndarray:
         got = self.values.get(v)
         if got is None:
-            got = self.values[v] = take_rows(self.parent[v], self.rows)
+            lazy = self.pointers.get(v)
+            got = lazy.addresses() if lazy is not None else take_rows(self.parent[v], self.rows)
+            self.values[v] = got
         return got
 
     def bind(self, values: list, arrays: list) -> None:
@@ -153,6 +156,18 @@ class Frame:
 
     def subset(self, rows: np.ndarray) -> "Frame":
         return Frame(self.launch, self.pids[rows], self, rows)
+
+
+class OffsetPointers:
+    """Pointers ``base + offset`` (in elements of ``size`` bytes) kept apart, so that a
+    load or store can index a typed view with ``offset`` instead of forming addresses."""
+
+    def __init__(self, base: np.ndarray, offset: np.ndarray, size: int):
+        self.base, self.offset, self.size = base, offset, size
+
+    def addresses(self) -> np.ndarray:
+        base = self.base.reshape(self.base.shape + (1,) * (self.offset.ndim - self.base.ndim))
+        return base + np.multiply(self.offset, self.size, dtype=np.int64)
 
 
 def run_block(block: Block, frame: Frame, args: list) -> list:
@@ -278,20 +293,38 @@ def _while(op, frame):
 # Memory
 # --------------------------------------------------------------------------- #
 
-def _access(op, frame, what: str, ptr, mask, others: list) -> tuple[Access, tuple, list]:
-    """The checked-access description of ``ptr`` under ``mask``, the full lane shape,
-    and ``others`` (values, per lane) broadcast and restricted to the masked-in lanes."""
+@runs(ir.AddPtr)
+def _addptr(op, frame):
+    """A splatted scalar pointer plus offsets stays ``OffsetPointers`` (see there)."""
+    splat, size = op.ptr.owner, memory_dtype(elem_type(op.ptr.type).elem).itemsize
+    frame.values.pop(op.result, None)  # a loop body's previous iteration may have left addresses
+    if isinstance(splat, ir.Splat) and not isinstance(splat.src.type, ir.TileType):
+        frame.pointers[op.result] = OffsetPointers(frame[splat.src], frame[op.offset], size)
+    else:
+        frame.pointers.pop(op.result, None)
+        _run_pure(op, frame)
+
+
+def _access(op, frame, what: str, mask, others: list) -> tuple[Access, tuple, list]:
+    """The checked access of ``op.ptr`` under ``mask``, the full lane shape, and
+    ``others`` (values, per lane) broadcast and restricted to the masked-in lanes."""
+    lazy = frame.pointers.get(op.ptr)
+    by_offset = lazy is not None and lazy.base.shape[0] == 1
+    ptr = lazy.offset if by_offset else frame[op.ptr]
     arrays = np.broadcast_arrays(ptr, *([] if mask is None else [mask]), *others)
-    ptr, shape, has_mask = arrays[0], arrays[0].shape, mask is not None
+    shape, has_mask = arrays[0].shape, mask is not None
     if has_mask and arrays[1].all():
         mask = None
     lanes = None if mask is None else np.flatnonzero(arrays[1])
     pick = (lambda x: x.reshape(-1)) if lanes is None else (lambda x: x.reshape(-1)[lanes])
     per_program = max(1, math.prod(shape[1:]))
     launch = frame.launch
-    acc = Access(what, pick(ptr), lanes, elem_type(op.ptr.type).elem,
-                 lambda lane: launch.program_name(frame.pids[min(lane // per_program, frame.size - 1)]),
-                 has_mask)
+    acc = Access(what, lanes, elem_type(op.ptr.type).elem,
+                 lambda lane: launch.program_name(frame.pids[min(lane // per_program, frame.size - 1)]), has_mask)
+    if by_offset:
+        acc.base, acc.offsets = int(lazy.base[0]), pick(ptr)
+    else:
+        acc.addrs = pick(ptr)
     return acc, shape, [pick(x) for x in arrays[len(arrays) - len(others):]]
 
 
@@ -307,7 +340,7 @@ def _scatter_lanes(shape: tuple, acc: Access, flat: np.ndarray, fill) -> np.ndar
 @runs(ir.Load)
 def _load(op, frame):
     mask = None if op.mask is None else frame[op.mask]
-    acc, shape, _ = _access(op, frame, "load", frame[op.ptr], mask, [])
+    acc, shape, _ = _access(op, frame, "load", mask, [])
     fill = 0 if op.other is None else frame[op.other]
     frame.bind(op.results, [_scatter_lanes(shape, acc, frame.launch.memory.load(op, acc), fill)])
 
@@ -315,7 +348,7 @@ def _load(op, frame):
 @runs(ir.Store)
 def _store(op, frame):
     mask = None if op.mask is None else frame[op.mask]
-    acc, _, (value,) = _access(op, frame, "store", frame[op.ptr], mask, [frame[op.value]])
+    acc, _, (value,) = _access(op, frame, "store", mask, [frame[op.value]])
     frame.launch.memory.store(op, acc, value)
 
 
@@ -334,7 +367,7 @@ def _native(t) -> bool:
 def _atomic_rmw(op, frame):
     elem = elem_type(op.ptr.type).elem
     mask = None if op.mask is None else frame[op.mask]
-    acc, shape, (val,) = _access(op, frame, f"atomic_{op.kind}", frame[op.ptr], mask, [frame[op.val]])
+    acc, shape, (val,) = _access(op, frame, f"atomic_{op.kind}", mask, [frame[op.val]])
     update = (lambda old, v: v) if op.kind == "xchg" else elementwise_fn(_ATOMIC_CLASSES[op.kind], elem)
     ufunc = _ATOMIC_UFUNCS.get(op.kind) if _native(elem) else None
     old = frame.launch.memory.atomic(op, acc, update, [val], op.result in frame.launch.used, ufunc)
@@ -349,7 +382,7 @@ def _same_bits(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
 @runs(ir.AtomicCAS)
 def _atomic_cas(op, frame):
     elem = elem_type(op.ptr.type).elem
-    acc, shape, (cmp, val) = _access(op, frame, "atomic_cas", frame[op.ptr], None, [frame[op.cmp], frame[op.val]])
+    acc, shape, (cmp, val) = _access(op, frame, "atomic_cas", None, [frame[op.cmp], frame[op.val]])
     update = lambda old, c, v: np.where(_same_bits(np.ascontiguousarray(old), c, elem), v, old)  # noqa: E731
     old = frame.launch.memory.atomic(op, acc, update, [cmp, val], True, None)
     frame.bind(op.results, [_scatter_lanes(shape, acc, old, 0)])
