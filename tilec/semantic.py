@@ -419,10 +419,10 @@ def _add(ctx, lhs, rhs) -> Tensor:
 
 
 def _sub(ctx, lhs, rhs) -> Tensor:
-    a, b = operands(ctx, lhs, rhs, "-", allow_lhs_ptr=True)
+    a, b = operands(ctx, lhs, rhs, "-", allow_lhs_ptr=True, allow_rhs_ptr=True)
+    if isinstance(b.elem, ir.PointerType):
+        raise TypingError("cannot subtract a pointer; to measure a distance, cast both pointers to tl.int64")
     if isinstance(a.elem, ir.PointerType):
-        if isinstance(b.elem, ir.PointerType):
-            raise TypingError("cannot subtract pointers; cast both to tl.int64 to compare addresses")
         return emit(ctx, ir.AddPtr, ptr=a.handle, offset=_pointer_offset(ctx, b, True).handle)
     return emit(ctx, ir.Sub, lhs=a.handle, rhs=b.handle)
 
