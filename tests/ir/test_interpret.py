@@ -23,9 +23,9 @@ from tilec.ir.interpret import interpret
 from tilec.ir.parser import parse_function
 from tilec.ir.types import SCALAR_TYPES
 
-PROPERTY = settings(max_examples=25, deadline=None,
+PROPERTY = settings(max_examples=20, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-FEW = settings(PROPERTY, max_examples=8)
+FEW = settings(PROPERTY, max_examples=6)
 BLOCK = 16
 
 SINTS, UINTS, FLOATS = ("i8", "i16", "i32", "i64"), ("u8", "u16", "u32", "u64"), ("f16", "bf16", "f32", "f64")

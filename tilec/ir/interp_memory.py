@@ -113,19 +113,25 @@ class Memory:
         span = self._single_span(a, dtype.itemsize)
         if span is not None:
             view, base = self._view(span, dtype)
-            return [(view, _indices(a, base, dtype.itemsize), None)]
+            idx = _indices(a, base, dtype.itemsize)
+            low, high = (int(a.min()) - base) // dtype.itemsize, (int(a.max()) - base) // dtype.itemsize
+            contiguous = _as_slice(idx, low, high, 0)
+            return [(view, idx if contiguous is None else contiguous, None)]
         return self._resolve_many(op, acc, dtype.itemsize)
 
     def _offsets_in_one_span(self, acc: Access, dtype: np.dtype):
         """``(view, indices, None)`` when ``base + offsets`` is aligned and inside one span."""
         size = dtype.itemsize
-        first = acc.base + int(acc.offsets.min()) * size
-        last = acc.base + int(acc.offsets.max()) * size + size
+        low, high = int(acc.offsets.min()), int(acc.offsets.max())
+        first, last = acc.base + low * size, acc.base + high * size + size
         span = next((s for s in self.spans if s.lo <= first and last <= s.hi), None)
         if span is None or acc.base % size:
             return None
         view, base = self._view(span, dtype)
         shift = (acc.base - base) // size
+        contiguous = _as_slice(acc.offsets, low, high, shift)
+        if contiguous is not None:
+            return view, contiguous, None
         return view, (acc.offsets if shift == 0 else np.add(acc.offsets, shift, dtype=np.int64)), None
 
     def _single_span(self, a: np.ndarray, size: int) -> Optional[Span]:
@@ -172,7 +178,7 @@ class Memory:
         out = np.empty(acc.count, memory_dtype(acc.elem))
         for view, idx, pos in self.resolve(op, acc):
             if pos is None:
-                out = view.take(idx)
+                out = view[idx].copy() if isinstance(idx, slice) else view.take(idx)
             else:
                 out[pos] = view.take(idx)
         return from_memory(out, acc.elem)
@@ -187,6 +193,7 @@ class Memory:
         """Apply ``new = update(old, *operands)`` lane by lane in order; the old values, flat."""
         old = np.zeros(acc.count, memory_dtype(acc.elem))
         for view, idx, pos in self.resolve(op, acc):
+            idx = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
             lane_ops = [x if pos is None else x[pos] for x in operands]
             if ufunc is not None and not need_old:
                 ufunc.at(view, idx, lane_ops[0])  # applies repeats one by one, in order
@@ -195,6 +202,18 @@ class Memory:
                 update(from_memory(o, acc.elem), *(x[sel] for x in lane_ops)), acc.elem))
             old[slice(None) if pos is None else pos] = got
         return from_memory(old, acc.elem)
+
+
+def _as_slice(idx: np.ndarray, low: int, high: int, shift: int) -> Optional[slice]:
+    """``slice(low + shift, high + shift + 1)`` when flat ``idx`` is exactly ``low, low+1, ..., high``
+    in order (a contiguous block: a slice copy is many times faster than a gather).
+
+    ``idx`` spans ``high - low + 1`` values with as many entries, so it is that
+    run exactly when it strictly increases.
+    """
+    if high - low + 1 != idx.size or not (idx[1:] > idx[:-1]).all():
+        return None
+    return slice(low + shift, high + shift + 1)
 
 
 def _indices(a: np.ndarray, base: int, size: int) -> np.ndarray:

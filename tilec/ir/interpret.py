@@ -35,7 +35,7 @@ from . import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
 from .types import PointerType, ScalarType, elem_type, shape_of
 
 # Programs per chunk are chosen so the largest tile of a chunk has about this many elements.
-CHUNK_ELEMENTS = 1 << 16
+CHUNK_ELEMENTS = 1 << 17
 
 RUN: dict[type, Callable[[Op, "Frame"], None]] = {}
 
@@ -73,7 +73,8 @@ class Launch:
         self.arg_values = [_arg_value(fn, i, a) for i, a in enumerate(_check_arity(fn, args))]
         self.memory = Memory(fn, args, self.raise_at)
         ops = list(walk(fn.body))
-        self.used = {v for op in ops for v in op.operands}
+        self.operands = {op: op.operands for op in ops}  # op.operands inspects fields: once per launch
+        self.used = {v for operands in self.operands.values() for v in operands}
         self.serial = any(isinstance(op, ir.AtomicCAS) or getattr(op, "kind", "") == "xchg" and
                           isinstance(op, ir.AtomicRMW) for op in ops)
         self.chunk = 1 if self.serial else max(1, CHUNK_ELEMENTS // _largest_tile(fn, ops))
@@ -175,7 +176,7 @@ def run_block(block: Block, frame: Frame, args: list) -> list:
     frame.bind(block.args, args)
     for op in block.ops:
         if op.IS_TERMINATOR:
-            return [frame[v] for v in op.operands]
+            return [frame[v] for v in frame.launch.operands[op]]
         runner = RUN.get(type(op))
         if runner is None:
             frame.launch.raise_at(op, f"the interpreter cannot run `{op.NAME}`")
@@ -189,7 +190,7 @@ def run_block(block: Block, frame: Frame, args: list) -> list:
 
 
 def _run_pure(op: Op, frame: Frame) -> None:
-    frame.bind(op.results, PURE[type(op)](op, [frame[v] for v in op.operands]))
+    frame.bind(op.results, PURE[type(op)](op, [frame[v] for v in frame.launch.operands[op]]))
 
 
 def _merge(size: int, parts: list) -> list:
