@@ -981,3 +981,51 @@ def test_evaluate_pure_agrees_with_the_interpreter_on_one_op():
     (h,) = evaluate_pure(ir.Cast(src=ir.Value(SCALAR_TYPES["f32"]), to=SCALAR_TYPES["bf16"]).make_results(),
                          [np.float32(1 + 2 ** -8)])
     assert float(h) == 1.0
+
+
+def test_broken_scalar_multiple_of_promise_is_reported():
+    fn = kernel("%out: ptr<i32>, %k: i32", """
+  %pid = program_id {axis = 0} : i32
+  %v = mul %pid, %k : i32
+  %h = assume %v {kind = "multiple_of", values = (4,)} : i32 loc("kernel.py":5:4)
+  %p = addptr %out, %pid : ptr<i32>
+  store %p, %h, _""")
+    out = np.zeros(5, np.int32)
+    interpret(fn, (5,), [out, 8])
+    np.testing.assert_array_equal(out, np.arange(5) * 8)
+    with pytest.raises(InterpreterError, match=r"kernel.py:5: multiple_of\(4\) promise broken: the value is 6 \(program 1\)"):
+        interpret(fn, (5,), [out, 6])
+
+
+# --------------------------------------------------------------------------- #
+# Row pointers: a per-program base plus column offsets (softmax-style)
+# --------------------------------------------------------------------------- #
+
+ROW_COPY = """
+  %pid = program_id {axis = 0} : i32
+  %start = mul %pid, %stride : i32
+  %row = addptr %x, %start : ptr<f32>
+  %cols = arange {start = 0, end = 16} : tile<16xi32>
+  %nt = splat %n {shape = (16,)} : tile<16xi32>
+  %mask = cmp %cols, %nt {pred = "lt"} : tile<16xi1>
+  %rows = splat %row {shape = (16,)} : tile<16xptr<f32>>
+  %at = addptr %rows, %cols : tile<16xptr<f32>>
+  %v = load %at, %mask, _ : tile<16xf32> loc("kernel.py":9:4)
+  %ostart = mul %pid, %n : i32
+  %orow = addptr %out, %ostart : ptr<f32>
+  %orows = splat %orow {shape = (16,)} : tile<16xptr<f32>>
+  %oat = addptr %orows, %cols : tile<16xptr<f32>>
+  store %oat, %v, %mask"""
+
+
+@PROPERTY
+@given(data=st.data(), rows=st.integers(1, 20), cols=st.integers(1, 16), pad=st.integers(0, 5))
+def test_rows_through_per_program_base_pointers(data, rows, cols, pad):
+    x = draw(data, "f32", (rows, cols + pad))
+    out = np.zeros((rows, cols), np.float32)
+    fn = kernel("%x: ptr<f32>, %out: ptr<f32>, %stride: i32, %n: i32", ROW_COPY)
+    interpret(fn, (rows,), [x, out, cols + pad, cols])
+    assert_same(out, x[:, :cols], "f32")
+    with pytest.raises(InterpreterError, match=rf"load out of bounds: `x` \+ {rows * (cols + pad)} is past its "
+                       rf"{rows * (cols + pad)} elements \(masked-in lane of program {rows}\)"):
+        interpret(fn, (rows + 1,), [x, np.zeros((rows + 1, cols), np.float32), cols + pad, cols])

@@ -306,27 +306,45 @@ def _addptr(op, frame):
         _run_pure(op, frame)
 
 
+def _offset_form(op, frame) -> Optional[tuple[int, np.ndarray]]:
+    """``op.ptr`` as one base address plus element offsets, when it was built that way.
+
+    Per-program bases (``x_ptr + pid * stride`` then ``+ offs``) fold into the
+    offsets relative to the lowest base, one int64 pass.
+    """
+    lazy = frame.pointers.get(op.ptr)
+    if lazy is None:
+        return None
+    if lazy.base.shape[0] == 1:
+        return int(lazy.base[0]), lazy.offset
+    low = int(lazy.base.min())
+    rows, rem = np.divmod(lazy.base - low, lazy.size)
+    if rem.any():
+        return None
+    return low, lazy.offset + rows.reshape(rows.shape + (1,) * (lazy.offset.ndim - 1))
+
+
 def _access(op, frame, what: str, mask, others: list) -> tuple[Access, tuple, list]:
     """The checked access of ``op.ptr`` under ``mask``, the full lane shape, and
     ``others`` (values, per lane) broadcast and restricted to the masked-in lanes."""
-    lazy = frame.pointers.get(op.ptr)
-    by_offset = lazy is not None and lazy.base.shape[0] == 1
-    ptr = lazy.offset if by_offset else frame[op.ptr]
+    offset_form = _offset_form(op, frame)
+    ptr = frame[op.ptr] if offset_form is None else offset_form[1]
     arrays = np.broadcast_arrays(ptr, *([] if mask is None else [mask]), *others)
-    shape, has_mask = arrays[0].shape, mask is not None
-    if has_mask and arrays[1].all():
-        mask = None
-    lanes = None if mask is None else np.flatnonzero(arrays[1])
+    shape = arrays[0].shape
+    lanes = None if mask is None or arrays[1].all() else np.flatnonzero(arrays[1])
     pick = (lambda x: x.reshape(-1)) if lanes is None else (lambda x: x.reshape(-1)[lanes])
-    per_program = max(1, math.prod(shape[1:]))
-    launch = frame.launch
-    acc = Access(what, lanes, elem_type(op.ptr.type).elem,
-                 lambda lane: launch.program_name(frame.pids[min(lane // per_program, frame.size - 1)]), has_mask)
-    if by_offset:
-        acc.base, acc.offsets = int(lazy.base[0]), pick(ptr)
+    acc = Access(what, lanes, elem_type(op.ptr.type).elem, _lane_namer(frame, shape), mask is not None)
+    if offset_form is None:
+        acc.addrs = pick(arrays[0])
     else:
-        acc.addrs = pick(ptr)
+        acc.base, acc.offsets = offset_form[0], pick(arrays[0])
     return acc, shape, [pick(x) for x in arrays[len(arrays) - len(others):]]
+
+
+def _lane_namer(frame, shape: tuple) -> Callable[[int], str]:
+    """Names the program of a flat lane of a ``shape`` access (for error messages)."""
+    per_program = max(1, math.prod(shape[1:]))
+    return lambda lane: frame.launch.program_name(frame.pids[min(lane // per_program, frame.size - 1)])
 
 
 def _scatter_lanes(shape: tuple, acc: Access, flat: np.ndarray, fill) -> np.ndarray:
@@ -416,6 +434,20 @@ def _assert(op, frame):
     where = f", index {tuple(int(i) for i in first[1:])}" if len(first) > 1 else ""
     launch = frame.launch
     launch.raise_at(op, f"device_assert failed: {op.msg} ({launch.program_name(frame.pids[first[0]])}{where})")
+
+
+@runs(ir.Assume)
+def _assume(op, frame):
+    """The identity.  A scalar int ``multiple_of`` promise is checked: compiled code that
+    trusts a broken one is silently wrong, so the interpreter says so."""
+    x, t = frame[op.src], op.src.type
+    if op.kind == "multiple_of" and isinstance(t, ScalarType) and t.is_int and not t.is_bool:
+        broken = np.flatnonzero(x % op.values[0] != 0)
+        if broken.size:
+            row = min(broken[0], frame.size - 1)
+            frame.launch.raise_at(op, f"multiple_of({op.values[0]}) promise broken: the value is {x[broken[0]]} "
+                                      f"({frame.launch.program_name(frame.pids[row])})")
+    frame.bind(op.results, [x])
 
 
 @runs(ir.Barrier)
