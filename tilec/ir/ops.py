@@ -230,7 +230,9 @@ class Cast(Op):
     """Convert each element to ``to``: int<->float (truncating toward zero),
     widen/narrow ints (sign- or zero-extend by the source's signedness, wrap on
     narrowing), float<->float (``rounding`` ``"rtne"`` or ``"rtz"``),
-    int<->pointer and pointer<->pointer (the address is kept)."""
+    int<->pointer and pointer<->pointer (the address is kept).  Float -> int
+    saturates out-of-range values and gives 0 for NaN (PTX ``cvt.rzi``);
+    anything -> ``i1`` is ``x != 0`` (as Triton)."""
 
     NAME = "cast"
     src: Value = operand()
@@ -339,13 +341,16 @@ Erf = _unary("erf", "float", "The error function.")
 Add = _binary("add", doc="``a + b`` (wrapping for ints).")
 Sub = _binary("sub", doc="``a - b`` (wrapping for ints).")
 Mul = _binary("mul", doc="``a * b`` (wrapping for ints).")
-Div = _binary("div", doc="Float: true division.  Int: C division, truncating toward zero.")
-Rem = _binary("rem", doc="Float: C ``fmod``.  Int: C remainder (sign of the dividend).")
+Div = _binary("div", doc="Float: true division.  Int: C division, truncating toward zero; "
+              "``MIN / -1`` wraps to ``MIN`` and ``x / 0`` is all bits set (-1; GPUs leave it unspecified).")
+Rem = _binary("rem", doc="Float: C ``fmod``.  Int: C remainder (sign of the dividend); ``x % 0`` is ``x``.")
 And = _binary("and", "int", "Bitwise and.")
 Or = _binary("or", "int", "Bitwise or.")
 Xor = _binary("xor", "int", "Bitwise xor.")
-Shl = _binary("shl", "int", "``a << b``.")
-Shr = _binary("shr", "int", "``a >> b``: arithmetic for signed, logical for unsigned types.")
+Shl = _binary("shl", "int", "``a << b``; ``b`` is read unsigned and a count of the bit width or more gives 0 "
+              "(PTX clamps the count).")
+Shr = _binary("shr", "int", "``a >> b``: arithmetic for signed, logical for unsigned types; a count of the "
+              "bit width or more gives the sign fill (signed) or 0 (unsigned).")
 UMulHi = _binary("umulhi", "int", "The high half of the full product of two unsigned ints.")
 
 
