@@ -252,13 +252,19 @@ def _load(ctx, pointer, mask, other, boundary_check, padding_option, cache_modif
 
 @implements(tl.store)
 def _store(ctx, pointer, value, mask, boundary_check, cache_modifier, eviction_policy):
-    """Triton casts the value to the pointee type (float -> int truncates); so do we."""
-    ptr = _storage_pointer(ctx, pointer_arg(ctx, pointer, "tl.store"))
+    """The value is converted to the pointee type with ``cast`` rules, as Triton
+    does: a float stored through an int pointer truncates toward zero.  Unlike
+    Triton (which stores ``int8(value)`` through an int1 pointer), a value stored
+    through an int1 pointer is ``value != 0``."""
+    ptr = pointer_arg(ctx, pointer, "tl.store")
     if boundary_check:
         raise TypingError(_NO_BLOCK_POINTERS)
     one_of(cache_modifier, _STORE_CACHE, "`tl.store` cache_modifier")
     one_of(eviction_policy, _EVICTION, "`tl.store` eviction_policy")
-    val = fit_to(ctx, cast_to(ctx, value, ptr.elem.elem), ptr.shape, "value", "tl.store")
+    # Through the pointee type first: a value stored to an int1 pointer is `!= 0`, then a 0/1 byte.
+    val = cast_to(ctx, value, ptr.elem.elem)
+    ptr = _storage_pointer(ctx, ptr)
+    val = fit_to(ctx, cast_to(ctx, val, ptr.elem.elem), ptr.shape, "value", "tl.store")
     ctx.builder.create(ir.Store, ptr=ptr.handle, value=val.handle, mask=mask_arg(ctx, mask, ptr.shape, "tl.store"),
                        cache=cache_modifier, eviction=eviction_policy)
 

@@ -5,24 +5,24 @@ from . import ir
 from . import language as tl
 from . import semantic
 from .builtins import const_int, implements, one_of
-from .semantic import Tensor, TypingError, describe, dtype_name, emit, operands, to_tensor
+from .semantic import Tensor, TypingError, describe, emit, operands, to_tensor
 
-_F32_F64 = (ir.f32, ir.f64)
+def float_arg(ctx, x, fname: str) -> Tensor:
+    """A floating-point tensor (a Python number becomes a float32 constant).
 
-
-def float_arg(ctx, x, fname: str, allowed: tuple = _F32_F64) -> Tensor:
-    """A float tensor of an ``allowed`` type (Triton's math functions take float32/float64)."""
-    t = to_tensor(ctx, x)
-    if t.elem not in allowed:
-        names = " or ".join(dtype_name(a) for a in allowed)
-        raise TypingError(f"`{fname}` takes {names} values, got {describe(t)}; convert first: "
+    Triton's libdevice-backed functions may insist on float32/float64; we
+    accept every float type and compute in it, so any kernel Triton takes runs.
+    """
+    t = to_tensor(ctx, float(x) if semantic.is_number(x) else x)
+    if not semantic.is_float_tensor(t):
+        raise TypingError(f"`{fname}` takes floating-point values, got {describe(t)}; convert first: "
                           f"{fname}(x.to(tl.float32))")
     return t
 
 
-def _math1(cls: type, fname: str, allowed: tuple = _F32_F64):
+def _math1(cls: type, fname: str):
     def impl(ctx, x):
-        return emit(ctx, cls, src=float_arg(ctx, x, fname, allowed).handle)
+        return emit(ctx, cls, src=float_arg(ctx, x, fname).handle)
     return impl
 
 
@@ -30,9 +30,9 @@ _MATH1 = {
     tl.exp: ir.Exp, tl.exp2: ir.Exp2, tl.log: ir.Log, tl.log2: ir.Log2, tl.sqrt: ir.Sqrt, tl.rsqrt: ir.Rsqrt,
     tl.sin: ir.Sin, tl.cos: ir.Cos, tl.erf: ir.Erf, tl.floor: ir.Floor, tl.ceil: ir.Ceil,
 }
+_MATH1[tl.sqrt_rn] = ir.Sqrt  # the interpreter's sqrt is correctly rounded
 for _stub, _cls in _MATH1.items():
     implements(_stub)(_math1(_cls, f"tl.{_stub.__name__}"))
-implements(tl.sqrt_rn)(_math1(ir.Sqrt, "tl.sqrt_rn", (ir.f32,)))
 
 
 @implements(tl.abs)
@@ -102,7 +102,7 @@ def _fdiv(ctx, x, y, ieee_rounding):
 @implements(tl.div_rn)
 def _div_rn(ctx, x, y):
     a, b = operands(ctx, x, y, "tl.div_rn")
-    float_arg(ctx, a, "tl.div_rn", (ir.f32,))
+    float_arg(ctx, a, "tl.div_rn")
     return emit(ctx, ir.Div, lhs=a.handle, rhs=b.handle)
 
 

@@ -1,15 +1,15 @@
 """Elementwise math functions (``tl.exp``... and the ``tl.math`` namespace).
 
-As in Triton, the transcendental functions take ``float32`` or ``float64``
-values: cast ``float16``/``bfloat16`` first (``tl.exp(x.to(tl.float32))``).
-A Python number argument becomes a ``float32`` constant.
+They take floating-point values of any width and compute in that type (Triton
+may require float32/float64 for some; we accept a superset).  A Python number
+argument becomes a ``float32`` constant; integers must be converted first.
 """
 from __future__ import annotations
 
 from .core import builtin
 
 
-def _math1(name: str, what: str, dtypes: str = "float32 or float64"):
+def _math1(name: str, what: str, dtypes: str = "floats"):
     def stub(x):
         pass
     stub.__name__ = stub.__qualname__ = name
@@ -22,7 +22,7 @@ exp2 = _math1("exp2", "2**x")
 log = _math1("log", "natural logarithm")
 log2 = _math1("log2", "base-2 logarithm")
 sqrt = _math1("sqrt", "square root (may be approximate on GPUs)")
-sqrt_rn = _math1("sqrt_rn", "square root rounded to nearest", "float32")
+sqrt_rn = _math1("sqrt_rn", "square root rounded to nearest")
 rsqrt = _math1("rsqrt", "1 / sqrt(x)")
 sin = _math1("sin", "sine")
 cos = _math1("cos", "cosine")
@@ -49,4 +49,4 @@ def fdiv(x, y, ieee_rounding=False):
 
 @builtin
 def div_rn(x, y):
-    """``float32`` division rounded to nearest."""
+    """Float division rounded to nearest."""
