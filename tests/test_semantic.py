@@ -445,3 +445,26 @@ def test_compile_error_names_the_kernel_line():
     text = str(info.value)
     assert "length 6 must be a power of two" in text
     assert "test_semantic.py" in text and "tl.arange(0, N)" in text
+
+
+@tilec.jit
+def running_max(a, b):
+    return tl.maximum(a, b)
+
+
+@tilec.jit
+def widening_kernel(x_ptr, sum_ptr, scan_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    tl.store(sum_ptr, tl.sum(x, 0))  # int8 sums in int32: no wrap at 127
+    tl.store(scan_ptr + i, tl.associative_scan(x, 0, running_max, reverse=True))
+
+
+@SETTINGS
+@given(st.lists(st.integers(-128, 127), min_size=16, max_size=16))
+def test_sum_widens_int8_and_scan_with_a_combiner(values):
+    x = np.array(values, np.int8)
+    total, scan = np.zeros(1, np.int32), np.zeros(16, np.int8)
+    widening_kernel[(1,)](x, total, scan, 16)
+    assert total[0] == int(x.astype(np.int64).sum())
+    np.testing.assert_array_equal(scan, np.maximum.accumulate(x[::-1])[::-1])

@@ -181,6 +181,8 @@ def _arange(ctx, start, end):
 def _full(ctx, shape, value, dtype):
     dims = block_shape(shape, "the shape of `tl.full`")
     t = dtype_arg(dtype, "the dtype of `tl.full`")
+    if isinstance(t, ir.PointerType):
+        raise TypingError("`tl.full` makes number tiles; for a tile of pointers, add offsets to a pointer")
     if isinstance(value, Tensor):
         if value.shape:
             raise TypingError(f"the value of `tl.full` must be a scalar, got {describe(value)}")
