@@ -14,7 +14,7 @@ from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold_constants import fold_constants
 from .licm import hoist_loop_invariants
-from .pass_manager import PassManager
+from .pass_manager import PassManager, check_function, roundtrip_requested
 
 __all__ = [
     "PassManager", "DEFAULT_PIPELINE", "optimize", "canonicalize", "fold_constants",
@@ -30,7 +30,11 @@ MAX_ROUNDS = 4
 
 
 def optimize(fn: Function, verify: bool = True, dump: Optional[bool] = None) -> Function:
-    """``fn`` after ``DEFAULT_PIPELINE``, repeated until its text stops changing."""
+    """``fn`` after ``DEFAULT_PIPELINE``, repeated until its text stops changing.
+
+    ``verify`` checks the IR after every pass, and under ``TILEC_CHECK=1`` the
+    final text round trip too.
+    """
     manager = PassManager(DEFAULT_PIPELINE, verify=verify, dump=dump)
     text = print_function(fn)
     for _ in range(MAX_ROUNDS):
@@ -38,4 +42,6 @@ def optimize(fn: Function, verify: bool = True, dump: Optional[bool] = None) -> 
         text, before = print_function(fn), text
         if text == before:
             break
+    if verify and roundtrip_requested():
+        check_function(fn, "optimize", roundtrip=True)
     return fn

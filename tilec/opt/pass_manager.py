@@ -2,7 +2,9 @@
 
 * ``verify`` (default on) runs ``tilec.ir.verify.verify_function`` after every
   pass, so a pass that breaks the IR is named at once rather than blamed on a
-  later stage; with ``TILEC_CHECK=1`` the text form must also round-trip.
+  later stage; ``roundtrip`` also checks that the text form reads back (ten
+  times the cost of verifying, so ``optimize`` does it once, at the end, and
+  only under ``TILEC_CHECK=1``).
 * ``dump`` (default: ``ir`` in ``TILEC_DUMP``, e.g. ``TILEC_DUMP=ir,llvm``)
   prints the IR after every pass to stderr, headed
   ``// -----// IR after <pass> //----- //``.
@@ -24,6 +26,11 @@ def dump_requested(what: str = "ir") -> bool:
     return what in os.environ.get("TILEC_DUMP", "").replace(" ", "").split(",")
 
 
+def roundtrip_requested() -> bool:
+    """True under ``TILEC_CHECK=1`` (the test suite): compiled IR must survive its text form."""
+    return os.environ.get("TILEC_CHECK", "") not in ("", "0")
+
+
 def pass_name(p: Pass) -> str:
     return getattr(p, "__name__", type(p).__name__)
 
@@ -31,11 +38,12 @@ def pass_name(p: Pass) -> str:
 class PassManager:
     """``PassManager(passes).run(fn)`` applies ``passes`` to ``fn`` in order."""
 
-    def __init__(self, passes: Sequence[Pass], verify: bool = True, dump: Optional[bool] = None):
+    def __init__(self, passes: Sequence[Pass], verify: bool = True, dump: Optional[bool] = None,
+                 roundtrip: bool = False):
         self.passes = list(passes)
         self.verify = verify
         self.dump = dump_requested() if dump is None else dump
-        self.roundtrip = os.environ.get("TILEC_CHECK", "") not in ("", "0")
+        self.roundtrip = roundtrip
 
     def run(self, fn: Function) -> Function:
         for p in self.passes:
@@ -52,10 +60,15 @@ class PassManager:
             self._check(name, fn)
 
     def _check(self, name: str, fn: Function) -> None:
-        from ..ir import verify  # imported late: verify imports the parser, which passes do not need
-        try:
-            verify.verify_function(fn)
-            if self.roundtrip:
-                verify.check_roundtrip(fn)
-        except VerifyError as e:
-            raise VerifyError(f"IR is invalid after pass {name}: {e}") from e
+        check_function(fn, name, self.roundtrip)
+
+
+def check_function(fn: Function, after: str, roundtrip: bool = False) -> None:
+    """Verify ``fn`` (and its text round trip), blaming pass ``after`` for a failure."""
+    from ..ir import verify  # imported late: verify imports the parser, which passes do not need
+    try:
+        verify.verify_function(fn)
+        if roundtrip:
+            verify.check_roundtrip(fn)
+    except VerifyError as e:
+        raise VerifyError(f"IR is invalid after pass {after}: {e}") from e
