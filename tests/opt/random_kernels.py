@@ -152,27 +152,36 @@ def _memory_array(values: list, t: ir.ScalarType) -> np.ndarray:
     return np.array(values, memory_dtype(t))
 
 
+def _pointers(b: Builder, base: ir.Value, offs: ir.Value, shape: tuple) -> ir.Value:
+    return b.value(ir.AddPtr, ptr=b.value(ir.Splat, src=base, shape=shape), offset=offs)
+
+
+def _store_values(b: Builder, out_ptr: ir.Value, offs: ir.Value, values: list) -> None:
+    """Store ``values`` one after the other into ``out``."""
+    numel = int(np.prod(ir.shape_of(offs.type)))
+    for k, v in enumerate(values):
+        at = b.value(ir.Add, lhs=offs, rhs=b.value(ir.Constant, value=k * numel, type=offs.type))
+        b.create(ir.Store, ptr=_pointers(b, out_ptr, at, ir.shape_of(offs.type)), value=v)
+
+
 @st.composite
 def kernel_cases(draw) -> KernelCase:
     t = ir.SCALAR_TYPES[draw(st.sampled_from(TYPES))]
     shape = draw(st.sampled_from(SHAPES))
-    numel = int(np.prod(shape))
     b = Builder()
     out_ptr, x_ptr = b.block.add_arg(ir.PointerType(t), "out"), b.block.add_arg(ir.PointerType(t), "x")
     n, s = b.block.add_arg(ir.i32, "n"), b.block.add_arg(t, "s")
-    offs = b.value(ir.Arange, start=0, end=numel)
+    offs = b.value(ir.Arange, start=0, end=int(np.prod(shape)))
     if len(shape) > 1:
         offs = b.value(ir.Reshape, src=offs, shape=shape)
-    x = b.value(ir.Load, ptr=b.value(ir.AddPtr, ptr=b.value(ir.Splat, src=x_ptr, shape=shape), offset=offs))
     gen = _Generator(draw, b, t, shape, s, n)
-    pool = [x]
+    pool = [b.value(ir.Load, ptr=_pointers(b, x_ptr, offs, shape))]
     for _ in range(draw(st.integers(2, 10))):
         gen.step(pool, depth=0)
-    for k, v in enumerate(pool[-STORED:]):
-        at = b.value(ir.Add, lhs=offs, rhs=b.value(ir.Constant, value=k * numel, type=offs.type))
-        b.create(ir.Store, ptr=b.value(ir.AddPtr, ptr=b.value(ir.Splat, src=out_ptr, shape=shape), offset=at), value=v)
+    _store_values(b, out_ptr, offs, pool[-STORED:])
     fn = Function("random_kernel", b.block, ["out", "x", "n", "s"], [{}, {}, {}, {}])
-    xs = draw(st.lists(st.one_of(st.sampled_from(gen.values), scalar_values(t)), min_size=numel, max_size=numel))
+    xs = draw(st.lists(st.one_of(st.sampled_from(gen.values), scalar_values(t)), min_size=offs.type.numel,
+                       max_size=offs.type.numel))
     return KernelCase(fn, t, _memory_array(xs, t), draw(st.integers(0, 3)), draw(scalar_values(t)))
 
 

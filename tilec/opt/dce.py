@@ -77,19 +77,22 @@ def _shrink_for(loop: ops.For, vmap: dict, uses: dict[Value, int]) -> Optional[l
     keep = _live_slots(loop, uses)
     if len(keep) == len(loop.inits):
         return None
-    iv = loop.body.args[0]
-    body = Block()
-    vmap[iv] = body.add_arg(iv.type, iv.name)
-    for i in keep:
-        arg = loop.body.args[i + 1]
-        vmap[arg] = body.add_arg(arg.type, arg.name)
-    inner = map_block(Block(ops=loop.body.ops), lambda op, m: _rewrite_for(op, m, uses), vmap)
-    term = inner.ops[-1]
-    body.ops = inner.ops[:-1] + [clone_op(term, {}, values=[term.values[i] for i in keep])]
+    body = _shrunk_body(loop, keep, vmap, uses)
     new = clone_op(loop, vmap, inits=[vmap.get(loop.inits[i], loop.inits[i]) for i in keep], body=body)
     new.results = [Value(loop.results[i].type, new, j, loop.results[i].name) for j, i in enumerate(keep)]
     vmap.update((loop.results[i], r) for i, r in zip(keep, new.results))
     return [new]
+
+
+def _shrunk_body(loop: ops.For, keep: list[int], vmap: dict, uses: dict[Value, int]) -> Block:
+    """``loop``'s body with only the carried values ``keep`` (as arguments and yielded)."""
+    body = Block()
+    for arg in [loop.body.args[0]] + [loop.body.args[i + 1] for i in keep]:
+        vmap[arg] = body.add_arg(arg.type, arg.name)
+    inner = map_block(Block(ops=loop.body.ops), lambda op, m: _rewrite_for(op, m, uses), vmap)
+    term = inner.ops[-1]
+    body.ops = inner.ops[:-1] + [clone_op(term, {}, values=[term.values[i] for i in keep])]
+    return body
 
 
 def _rewrite_for(op: Op, vmap: dict, uses: dict[Value, int]) -> Optional[list[Op]]:
