@@ -468,3 +468,57 @@ def test_sum_widens_int8_and_scan_with_a_combiner(values):
     widening_kernel[(1,)](x, total, scan, 16)
     assert total[0] == int(x.astype(np.int64).sum())
     np.testing.assert_array_equal(scan, np.maximum.accumulate(x[::-1])[::-1])
+
+
+@tilec.jit
+def assorted_kernel(x_ptr, b_ptr, o_ptr, i_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    m = tl.load(b_ptr + i)
+    tl.store(o_ptr + i, tl.softmax(x))
+    tl.store(o_ptr + N + i, tl.sigmoid(x))
+    tl.store(o_ptr + 2 * N + i, tl.clamp(x, -0.5, 0.5))
+    tl.store(o_ptr + 3 * N + i, tl.where(m, x, -x))
+    tl.store(o_ptr + 4 * N + i, tl.fma(x, 2.0, 1))
+    tl.store(o_ptr + 5 * N + i, tl.cumprod(x * 0 + 2.0, 0))
+    y = tl.reshape(x, (2, N // 2))
+    v, j = tl.min(y, 1, return_indices=True, keep_dims=True)
+    tl.store(o_ptr + 6 * N + tl.arange(0, 2)[:, None], v)
+    tl.store(i_ptr + tl.arange(0, 2)[:, None], j)
+    tl.store(i_ptr + 2, tl.xor_sum(i, 0))
+    z = tl.zeros_like(x) + tl.full((N,), tl.program_id(0) + 3, tl.float32)
+    tl.store(o_ptr + 7 * N + i, tl.ravel(tl.trans(tl.view(z, (N // 2, 2)))))
+    tl.store(i_ptr + 3 + i, x.to(tl.int32, bitcast=True))
+    tl.store(b_ptr + i, ~m)
+    old = tl.atomic_cas(i_ptr + 3 + N, 0, 42)
+    tl.device_assert(x == x, "nan!", mask=m)
+    tl.store(i_ptr + 4 + N, tl.umulhi(tl.program_id(0) - 1, 7))
+    e = tl.expand_dims(x, (0, 2))
+    tl.static_assert(e.shape == (1, N, 1))
+    p = tl.permute(tl.broadcast_to(e, (2, N, 4)), 2, 0, 1)
+    tl.static_assert(p.shape == (4, 2, N))
+
+
+def test_assorted_builtins_end_to_end():
+    """softmax, sigmoid, clamp, where, fma, cumprod, min with indices and keep_dims, xor_sum,
+    full/zeros_like/view/trans/ravel, bitcast, bool pointers, atomic_cas, umulhi, expand/permute shapes."""
+    N = 8
+    x = np.linspace(-1, 1, N).astype(np.float32)
+    b = np.array([1, 0, 1, 1, 0, 0, 1, 0], bool)
+    o = np.zeros(8 * N, np.float32); ii = np.zeros(5 + 2 * N, np.int32)
+    assorted_kernel[(1,)](x, b, o, ii, N)
+    e = np.exp(x - x.max())
+    np.testing.assert_allclose(o[:N], e / e.sum(), rtol=1e-6)
+    np.testing.assert_allclose(o[N:2*N], 1 / (1 + np.exp(-x)), rtol=1e-6)
+    np.testing.assert_allclose(o[2*N:3*N], np.clip(x, -0.5, 0.5))
+    np.testing.assert_allclose(o[3*N:4*N], np.where([1,0,1,1,0,0,1,0], x, -x))
+    np.testing.assert_allclose(o[4*N:5*N], x * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(o[5*N:6*N], 2.0 ** np.arange(1, N + 1))
+    y = x.reshape(2, 4)
+    np.testing.assert_allclose(o[6*N:6*N+2], y.min(1)); assert ii[:2].tolist() == y.argmin(1).tolist()
+    assert ii[2] == np.bitwise_xor.reduce(np.arange(N))
+    np.testing.assert_allclose(o[7*N:8*N], 3.0)
+    np.testing.assert_array_equal(ii[3:3+N], x.view(np.int32))
+    assert b.tolist() == [False, True, False, False, True, True, False, True], b
+    assert ii[3 + N] == 42
+    assert ii[4 + N] == 6  # high half of 0xFFFFFFFF * 7
