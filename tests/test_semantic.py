@@ -522,3 +522,15 @@ def test_assorted_builtins_end_to_end():
     assert b.tolist() == [False, True, False, False, True, True, False, True], b
     assert ii[3 + N] == 42
     assert ii[4 + N] == 6  # high half of 0xFFFFFFFF * 7
+
+
+@tilec.jit
+def assert_kernel(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.device_assert(x > 0, "x must be positive", mask=x != -7)
+
+
+def test_device_assert_respects_its_mask():
+    assert_kernel[(1,)](np.array([1, 2, -7, 3], np.int32), 4)  # the only failure is masked off
+    with pytest.raises(tilec.InterpreterError, match="x must be positive"):
+        assert_kernel[(1,)](np.array([1, 2, -6, 3], np.int32), 4)
