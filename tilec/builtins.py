@@ -63,7 +63,8 @@ def call_builtin(ctx, fn, args: list, kwargs: dict) -> Any:
 def const_int(value, what: str) -> int:
     """``value`` as a compile-time int, or a clear error naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypingError(f"{what} must be a constexpr int, got {describe(value)}")
+        hint = "; if it comes from a kernel parameter, annotate it `: tl.constexpr`" if isinstance(value, Tensor) else ""
+        raise TypingError(f"{what} must be a constexpr int, got {describe(value)}{hint}")
     return value
 
 
