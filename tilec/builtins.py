@@ -63,7 +63,7 @@ def call_builtin(ctx, fn, args: list, kwargs: dict) -> Any:
 def const_int(value, what: str) -> int:
     """``value`` as a compile-time int, or a clear error naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        hint = "; if it comes from a kernel parameter, annotate it `: tl.constexpr`" if isinstance(value, Tensor) else ""
+        hint = "; if it is a kernel parameter, annotate it `: tl.constexpr`" if isinstance(value, Tensor) else ""
         raise TypingError(f"{what} must be a constexpr int, got {describe(value)}{hint}")
     return value
 
