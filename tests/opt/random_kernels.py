@@ -3,10 +3,11 @@
 Each kernel loads a tile ``x`` (1-D or a ragged 2-D reshape), mixes it with a
 scalar argument ``s`` and constants chosen to trigger folds and identities
 (0, 1, -1, -0.0, NaN, extremes) through elementwise int or float ops,
-compares and selects, shape chains of splats, and ``for`` loops (trip count
-``n`` may be 0) whose bodies use both loop and outer values; then stores the
-last ``STORED`` values it computed (zeros where fewer were).  ``KernelCase.run(fn)`` interprets any version of
-the kernel on the drawn inputs and returns what it stored.
+compares and selects, shape chains of splats, ``if``s on the scalar, and
+``for`` loops (trip count ``n`` may be 0) whose bodies use both loop and outer
+values; then stores the last ``STORED`` values it computed.
+``KernelCase.run(fn)`` interprets any version of the kernel on the drawn
+inputs and returns what it stored.
 """
 from __future__ import annotations
 
@@ -93,9 +94,11 @@ class _Generator:
 
     def step(self, pool: list, depth: int) -> None:
         """Add one computed value (or a loop's results) to ``pool``."""
-        kind = self.draw(st.sampled_from(["binary"] * 4 + ["unary", "select", "cast", "loop"]))
+        kind = self.draw(st.sampled_from(["binary"] * 4 + ["unary", "select", "cast", "loop", "if"]))
         if kind == "loop" and depth == 0:
             pool.extend(self.loop(pool))
+        elif kind == "if" and depth == 0:
+            pool.append(self.branch(pool))
         elif kind == "unary":
             cls = self.draw(st.sampled_from(FLOAT_UNARY if self.t.is_float else INT_UNARY))
             pool.append(self.b.value(cls, src=self.operand(pool)))
@@ -129,6 +132,19 @@ class _Generator:
             self.b.create(ir.Yield, values=yielded)
         loop.make_results()
         return loop.results
+
+
+    def branch(self, pool: list) -> ir.Value:
+        """An ``if`` on the scalar argument choosing between two computed tiles."""
+        limit = self.b.value(ir.Constant, value=self.draw(st.sampled_from(self.values)), type=self.t)
+        cond = self.b.value(ir.Compare, lhs=self.s, rhs=limit, pred=self.draw(st.sampled_from(PREDICATES)))
+        op = self.b.create(ir.If, cond=cond)
+        for region in (op.then_body, op.else_body):
+            with self.b.at(region):
+                inner = list(pool)
+                self.step(inner, depth=1)
+                self.b.create(ir.Yield, values=[inner[-1]])
+        return op.make_results().result
 
 
 @dataclass
