@@ -12,7 +12,7 @@ from tilec.ir.verify import verify_function
 from tilec.opt import DEFAULT_PIPELINE, optimize
 from tilec.opt.pass_manager import pass_name
 
-EQUIVALENCE = settings(max_examples=40, deadline=None)
+EQUIVALENCE = settings(max_examples=50, deadline=None)
 
 
 def _check_same(case, fn, want, what: str) -> None:
