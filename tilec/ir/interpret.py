@@ -324,11 +324,17 @@ def _offset_form(op, frame) -> Optional[tuple[int, np.ndarray]]:
     return low, lazy.offset + rows.reshape(rows.shape + (1,) * (lazy.offset.ndim - 1))
 
 
-def _access(op, frame, what: str, mask, others: list) -> tuple[Access, tuple, list]:
+def _access(op, frame, what: str, mask, others: list, every_program: bool = False) -> tuple[Access, tuple, list]:
     """The checked access of ``op.ptr`` under ``mask``, the full lane shape, and
-    ``others`` (values, per lane) broadcast and restricted to the masked-in lanes."""
+    ``others`` (values, per lane) broadcast and restricted to the masked-in lanes.
+
+    A load or store the same in every program may run once; an atomic may not
+    (``every_program``): each program applies its own update.
+    """
     offset_form = _offset_form(op, frame)
     ptr = frame[op.ptr] if offset_form is None else offset_form[1]
+    if every_program:
+        ptr = np.broadcast_to(ptr, (frame.size,) + ptr.shape[1:])
     arrays = np.broadcast_arrays(ptr, *([] if mask is None else [mask]), *others)
     shape = arrays[0].shape
     lanes = None if mask is None or arrays[1].all() else np.flatnonzero(arrays[1])
@@ -386,7 +392,7 @@ def _native(t) -> bool:
 def _atomic_rmw(op, frame):
     elem = elem_type(op.ptr.type).elem
     mask = None if op.mask is None else frame[op.mask]
-    acc, shape, (val,) = _access(op, frame, f"atomic_{op.kind}", mask, [frame[op.val]])
+    acc, shape, (val,) = _access(op, frame, f"atomic_{op.kind}", mask, [frame[op.val]], every_program=True)
     update = (lambda old, v: v) if op.kind == "xchg" else elementwise_fn(_ATOMIC_CLASSES[op.kind], elem)
     ufunc = _ATOMIC_UFUNCS.get(op.kind) if _native(elem) else None
     old = frame.launch.memory.atomic(op, acc, update, [val], op.result in frame.launch.used, ufunc)
@@ -401,7 +407,8 @@ def _same_bits(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
 @runs(ir.AtomicCAS)
 def _atomic_cas(op, frame):
     elem = elem_type(op.ptr.type).elem
-    acc, shape, (cmp, val) = _access(op, frame, "atomic_cas", None, [frame[op.cmp], frame[op.val]])
+    acc, shape, (cmp, val) = _access(op, frame, "atomic_cas", None, [frame[op.cmp], frame[op.val]],
+                                     every_program=True)
     update = lambda old, c, v: np.where(_same_bits(np.ascontiguousarray(old), c, elem), v, old)  # noqa: E731
     old = frame.launch.memory.atomic(op, acc, update, [cmp, val], True, None)
     frame.bind(op.results, [_scatter_lanes(shape, acc, old, 0)])
