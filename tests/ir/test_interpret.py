@@ -639,7 +639,7 @@ ATOMIC_REFERENCES = {"add": lambda a, b: a + b, "max": max, "min": min, "and": l
                      "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "xchg": lambda a, b: b}
 
 
-@pytest.mark.parametrize("t", ("i32", "u8", "i64", "f32", "f16"))
+@pytest.mark.parametrize("t", ("i32", "u8", "i64", "f32", "f16", "bf16"))
 @pytest.mark.parametrize("kind", sorted(ATOMIC_REFERENCES))
 @FEW
 @given(data=st.data(), n=sizes, slots=st.integers(1, 5))
@@ -654,10 +654,10 @@ def test_atomics_apply_lanes_in_program_order_and_return_old_values(t, kind, dat
         old.append(memory[j])
         memory[j] = ATOMIC_REFERENCES[kind](memory[j], v)
         memory[j] = float(ref_round(memory[j], t)) if t in FLOATS else wrap([memory[j]], HELPER_NAME[t])[0]
-    acc, got_old = start.copy(), np.zeros(n, start.dtype)
-    interpret(atomic_kernel(kind, t), (math.ceil(n / BLOCK),), [acc, np.array(idx, np.int32), vals, got_old, n])
-    assert_same(acc, np.array(memory, dtype=start.dtype), t)
-    assert_same(got_old, np.array(old, dtype=start.dtype), t)
+    acc, got_old = to_host(start, t), to_host(np.zeros(n), t)
+    interpret(atomic_kernel(kind, t), (math.ceil(n / BLOCK),), [acc, np.array(idx, np.int32), to_host(vals, t), got_old, n])
+    assert_same(from_host(acc, t), np.array(memory, dtype=start.dtype), t)
+    assert_same(from_host(got_old, t), np.array(old, dtype=start.dtype), t)
 
 
 def test_atomic_add_without_used_result_takes_the_ufunc_path_and_counts():
@@ -671,6 +671,18 @@ def test_atomic_add_without_used_result_takes_the_ufunc_path_and_counts():
     acc = np.zeros(7, np.int32)
     interpret(fn, (7,), [acc, 100])
     np.testing.assert_array_equal(acc, np.bincount(np.arange(100) % 7))
+
+
+def test_uniform_scalar_atomic_runs_once_per_program_in_order():
+    fn = kernel("%counter: ptr<i32>, %olds: ptr<i32>", """
+  %pid = program_id {axis = 0} : i32
+  %one = constant {value = 1, type = i32} : i32
+  %old = atomic_rmw %counter, %one, _ {kind = "add"} : i32
+  %at = addptr %olds, %pid : ptr<i32>
+  store %at, %old, _""")
+    counter, olds = np.zeros(1, np.int32), np.full(37, -1, np.int32)
+    interpret(fn, (37,), [counter, olds])
+    assert counter[0] == 37 and olds.tolist() == list(range(37))
 
 
 def test_spin_lock_with_atomic_cas_serializes_programs():
