@@ -1046,3 +1046,24 @@ def test_rows_through_per_program_base_pointers(data, rows, cols, pad):
     with pytest.raises(InterpreterError, match=rf"load out of bounds: `x` \+ {rows * (cols + pad)} is past its "
                        rf"{rows * (cols + pad)} elements \(masked-in lane of program {rows}\)"):
         interpret(fn, (rows + 1,), [x, np.zeros((rows + 1, cols), np.float32), cols + pad, cols])
+
+
+def test_uniform_masked_load_with_a_per_program_other():
+    fn = kernel("%x: ptr<i32>, %out: ptr<i32>", """
+  %pid = program_id {axis = 0} : i32
+  %cols = arange {start = 0, end = 8} : tile<8xi32>
+  %three = constant {value = 3, type = tile<8xi32>} : tile<8xi32>
+  %mask = cmp %cols, %three {pred = "lt"} : tile<8xi1>
+  %xs = splat %x {shape = (8,)} : tile<8xptr<i32>>
+  %at = addptr %xs, %cols : tile<8xptr<i32>>
+  %other = splat %pid {shape = (8,)} : tile<8xi32>
+  %v = load %at, %mask, %other : tile<8xi32>
+  %eight = constant {value = 8, type = i32} : i32
+  %start = mul %pid, %eight : i32
+  %row = addptr %out, %start : ptr<i32>
+  %rows = splat %row {shape = (8,)} : tile<8xptr<i32>>
+  %oat = addptr %rows, %cols : tile<8xptr<i32>>
+  store %oat, %v, _""")
+    x, out = np.array([7, 8, 9], np.int32), np.zeros((4, 8), np.int32)
+    interpret(fn, (4,), [x, out])
+    np.testing.assert_array_equal(out, [[7, 8, 9] + [p] * 5 for p in range(4)])

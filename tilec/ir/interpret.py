@@ -75,9 +75,8 @@ class Launch:
         ops = list(walk(fn.body))
         self.operands = {op: op.operands for op in ops}  # op.operands inspects fields: once per launch
         self.used = {v for operands in self.operands.values() for v in operands}
-        self.serial = any(isinstance(op, ir.AtomicCAS) or getattr(op, "kind", "") == "xchg" and
-                          isinstance(op, ir.AtomicRMW) for op in ops)
-        self.chunk = 1 if self.serial else max(1, CHUNK_ELEMENTS // _largest_tile(fn, ops))
+        serial = any(_may_wait_on_other_programs(op) for op in ops)
+        self.chunk = 1 if serial else max(1, CHUNK_ELEMENTS // _largest_tile(ops))
 
     def chunks(self):
         """``(P, 3)`` program ids of each chunk, in program order (x fastest)."""
@@ -116,7 +115,12 @@ def _arg_value(fn: Function, i: int, a) -> np.ndarray:
     return convert_constant(a.item() if isinstance(a, np.generic) else a, t)[None]
 
 
-def _largest_tile(fn: Function, ops: list) -> int:
+def _may_wait_on_other_programs(op: Op) -> bool:
+    """Locks are built from compare-and-swap or exchange."""
+    return isinstance(op, ir.AtomicCAS) or isinstance(op, ir.AtomicRMW) and op.kind == "xchg"
+
+
+def _largest_tile(ops: list) -> int:
     values = [v for op in ops for v in op.results] + [a for op in ops for r in op.regions for a in r.args]
     return max([1] + [math.prod(shape_of(v.type)) for v in values])
 
@@ -365,8 +369,9 @@ def _scatter_lanes(shape: tuple, acc: Access, flat: np.ndarray, fill) -> np.ndar
 @runs(ir.Load)
 def _load(op, frame):
     mask = None if op.mask is None else frame[op.mask]
-    acc, shape, _ = _access(op, frame, "load", mask, [])
     fill = 0 if op.other is None else frame[op.other]
+    # a uniform access whose `other` differs per program gives a per-program result
+    acc, shape, _ = _access(op, frame, "load", mask, [], every_program=np.ndim(fill) > 0 and len(fill) > 1)
     frame.bind(op.results, [_scatter_lanes(shape, acc, frame.launch.memory.load(op, acc), fill)])
 
 
