@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -304,15 +305,24 @@ def test_float_unary_ops(t, name, data, n):
     assert (close | np.isnan(want)).all(), (x[~close], got[~close], want[~close])
 
 
+def odd_double(x: Fraction) -> float:
+    """``x`` rounded to odd in float64: of the two doubles around an inexact ``x``, the one
+    with an odd significand.  Rounding that once more to a type of at most 24 bits is
+    the correct rounding of ``x`` itself (no double-rounding error)."""
+    d = float(x)
+    if Fraction(d) == x:
+        return d
+    other = float(np.nextafter(d, np.inf if x > Fraction(d) else -np.inf))
+    return d if np.float64(d).view(np.uint64) & 1 else other
+
+
 @pytest.mark.parametrize("t", ("f16", "bf16", "f32"))
 @PROPERTY
 @given(data=st.data(), n=sizes)
 def test_fma_rounds_once(t, data, n):
     a, b, c = (draw(data, t, n, finite=True, lo=-1e4, hi=1e4) for _ in range(3))
-    from fractions import Fraction
     exact = [Fraction(float(p)) * Fraction(float(q)) + Fraction(float(r)) for p, q, r in zip(a, b, c)]
-    approx = np.array([float(e) for e in exact])  # nearest double; exact where it matters below
-    want = ref_round(approx, t)
+    want = ref_round(np.array([odd_double(e) for e in exact]), t)
     got = run_elementwise([t, t, t], t, "  %r = fma %a0, %a1, %a2 : {R}", [a, b, c])
     assert_same(got, want, t)
 

@@ -83,8 +83,8 @@ class Memory:
     """The spans of one launch's pointer arguments and typed views over them."""
 
     def __init__(self, fn, args: list, raise_at: Callable[[object, str], None]):
-        self.spans = [array_span(n, a) for n, v, a in zip(fn.arg_names, fn.args, args)
-                      if isinstance(v.type, PointerType)]
+        names = [fn.arg_names[i] if i < len(fn.arg_names) else f"#{i}" for i in range(len(fn.args))]
+        self.spans = [array_span(n, a) for n, v, a in zip(names, fn.args, args) if isinstance(v.type, PointerType)]
         self.arrays = [a for v, a in zip(fn.args, args) if isinstance(v.type, PointerType)]  # keep alive
         self.raise_at = raise_at
         self.views: dict[tuple, np.ndarray] = {}
@@ -109,15 +109,15 @@ class Memory:
         fast = self._offsets_in_one_span(acc, dtype) if acc.offsets is not None else None
         if fast is not None:
             return [fast]
-        a = acc.addresses()
-        span = self._single_span(a, dtype.itemsize)
-        if span is not None:
-            view, base = self._view(span, dtype)
-            idx = _indices(a, base, dtype.itemsize)
-            low, high = (int(a.min()) - base) // dtype.itemsize, (int(a.max()) - base) // dtype.itemsize
-            contiguous = _as_slice(idx, low, high, 0)
-            return [(view, idx if contiguous is None else contiguous, None)]
-        return self._resolve_many(op, acc, dtype.itemsize)
+        a, size = acc.addresses(), dtype.itemsize
+        first, last = int(a.min()), int(a.max())
+        span = self._single_span(a, first, last + size, size)
+        if span is None:
+            return self._resolve_many(op, acc, size)
+        view, base = self._view(span, dtype)
+        idx = _indices(a, base, size)
+        contiguous = _as_slice(idx, (first - base) // size, (last - base) // size, 0)
+        return [(view, idx if contiguous is None else contiguous, None)]
 
     def _offsets_in_one_span(self, acc: Access, dtype: np.dtype):
         """``(view, indices, None)`` when ``base + offsets`` is aligned and inside one span."""
@@ -134,9 +134,8 @@ class Memory:
             return view, contiguous, None
         return view, (acc.offsets if shift == 0 else np.add(acc.offsets, shift, dtype=np.int64)), None
 
-    def _single_span(self, a: np.ndarray, size: int) -> Optional[Span]:
-        """The span holding every address, when they are aligned and share one."""
-        lo, hi = int(a.min()), int(a.max()) + size
+    def _single_span(self, a: np.ndarray, lo: int, hi: int, size: int) -> Optional[Span]:
+        """The span holding bytes ``[lo, hi)`` of addresses ``a``, when they are aligned and share one."""
         if size > 1 and np.bitwise_or.reduce(a) & (size - 1):
             return None
         return next((s for s in self.spans if s.lo <= lo and hi <= s.hi), None)
