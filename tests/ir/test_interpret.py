@@ -363,7 +363,8 @@ def ref_cast(x, src: str, dst: str, rtz: bool = False) -> np.ndarray:
     if dst == "i1":
         return x != 0
     if dst in FLOATS:
-        wide = x.astype(np.float64) if src in FLOATS else np.array([float(int(v)) for v in x])
+        to_double = float if dst == "f64" else (lambda v: odd_double(Fraction(v)))  # f64: one rounding
+        wide = x.astype(np.float64) if src in FLOATS else np.array([to_double(int(v)) for v in x])
         return ref_round(wide, dst, rtz)
     if src in FLOATS:
         info = np.iinfo(HELPER_NAME[dst])
@@ -396,6 +397,10 @@ def test_cast_examples_nan_inf_and_bf16_ties():
     ties = np.array([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.3963e38], np.float32)
     got = run_elementwise(["f32"], "bf16", "  %r = cast %a0 {{to = bf16}} : {R}", [ties])
     assert got.tolist() == [1.0, 1 + 2**-6, -1.0, np.inf]
+    # just above a midpoint, but the nearest double is the midpoint: one rounding must see past it
+    big = np.array([2**60 + 2**52 + 1, -(2**60 + 2**36 + 1)], np.int64)
+    assert run_elementwise(["i64"], "bf16", "  %r = cast %a0 {{to = bf16}} : {R}", [big])[0] == 2**60 + 2**53
+    assert run_elementwise(["i64"], "f32", "  %r = cast %a0 {{to = f32}} : {R}", [big])[1] == -(2**60 + 2**37)
 
 
 @pytest.mark.parametrize("src,dst", [("f32", "i32"), ("i32", "u32"), ("f16", "i16"), ("bf16", "u16"),

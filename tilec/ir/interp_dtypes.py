@@ -120,6 +120,25 @@ def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.where(high, dtype.type(info.max), np.where(low, dtype.type(info.min), r))
 
 
+def _int_to_float(x: np.ndarray, dst: ScalarType) -> np.ndarray:
+    """Ints as floats to be rounded to ``dst`` with a single rounding: f32 and f64 convert
+    directly; f16 and bf16 go through f64, exact below 2**53 and rounded to odd above."""
+    if dst.name in ("f32", "f64"):
+        return x.astype(compute_dtype(dst))
+    wide = x.astype(np.float64)
+    return _int64_to_f64_odd(x, wide) if x.dtype.itemsize == 8 else wide
+
+
+def _int64_to_f64_odd(x: np.ndarray, nearest: np.ndarray) -> np.ndarray:
+    """64-bit ints ``x`` rounded to odd in f64, from their nearest doubles."""
+    top = np.iinfo(x.dtype).max
+    big = nearest >= float(top)  # rounded up to 2**63 (or 2**64): not an int of x's type
+    back = np.where(big, x.dtype.type(top), np.where(big, 0.0, nearest).astype(x.dtype))
+    away = big | np.where(x >= 0, back > x, back < x)  # |nearest| > |x|
+    truncated = np.where(away, np.nextafter(nearest, 0.0), nearest)
+    return (truncated.view(np.uint64) | (big | (back != x)).astype(np.uint64)).view(np.float64)
+
+
 def _is_float(t) -> bool:
     return isinstance(t, ScalarType) and t.is_float
 
@@ -135,7 +154,7 @@ def cast(x: np.ndarray, src, dst, rounding: str = "rtne") -> np.ndarray:
     if isinstance(dst, ScalarType) and dst.is_bool:
         return x != 0
     if _is_float(dst):
-        wide = x if _is_float(src) else x.astype(np.float64)
+        wide = x if _is_float(src) else _int_to_float(x, dst)
         return round_float_rtz(wide, dst) if rounding == "rtz" else round_float(wide, dst)
     out = compute_dtype(dst)
     if _is_float(src):
