@@ -277,6 +277,17 @@ def test_maximum_minimum_nan_rules(t, data, n):
         assert_same(run_elementwise([t, t], t, propagating, [x, y]), maximum(x, y), t)
 
 
+@pytest.mark.parametrize("t", FLOATS)
+@pytest.mark.parametrize("propagate", ("", " {{propagate_nan = true}}"))
+def test_maximum_and_minimum_order_signed_zeros(t, propagate):
+    a = np.array([0.0, -0.0, -0.0, 0.0] * 9)  # 36 lanes: numpy's vector and scalar paths both run
+    b = np.array([-0.0, 0.0, -0.0, 0.0] * 9)
+    high = run_elementwise([t, t], t, binary("maximum", t, propagate), [a, b])
+    low = run_elementwise([t, t], t, binary("minimum", t, propagate), [a, b])
+    assert np.signbit(high).tolist() == [False, False, True, False] * 9
+    assert np.signbit(low).tolist() == [True, True, True, False] * 9
+
+
 UNARY_REFERENCES = {
     "neg": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "sqrt": np.sqrt,
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sin": np.sin, "cos": np.cos,

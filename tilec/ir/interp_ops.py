@@ -155,12 +155,21 @@ def _fma(a, b, c, t: ScalarType):
     return round_float(_fma_f64_odd(a, b, c), t)
 
 
+def _signed_zeros(result, a, b, zeros_of_pair):
+    """``-0.0 < +0.0`` (as PTX ``max``/``min``): numpy's answer for a pair of zeros of
+    different signs depends on its code path, so the pair's result is set here."""
+    both = (a == 0) & (b == 0)
+    return np.where(both, zeros_of_pair(a, b), result) if both.any() else result
+
+
 def _float_max(a, b, propagate_nan=False):
-    return np.maximum(a, b) if propagate_nan else np.fmax(a, b)
+    result = np.maximum(a, b) if propagate_nan else np.fmax(a, b)
+    return _signed_zeros(result, a, b, np.add)  # +0 unless both are -0
 
 
 def _float_min(a, b, propagate_nan=False):
-    return np.minimum(a, b) if propagate_nan else np.fmin(a, b)
+    result = np.minimum(a, b) if propagate_nan else np.fmin(a, b)
+    return _signed_zeros(result, a, b, lambda x, y: -(-x - y))  # -0 unless both are +0
 
 
 def _int_max(a, b, propagate_nan=False):
