@@ -357,7 +357,8 @@ UMulHi = _binary("umulhi", "int", "The high half of the full product of two unsi
 @dataclass(eq=False, kw_only=True)
 class Maximum(BinaryOp):
     """Elementwise max.  Floats: ``propagate_nan`` True returns NaN if either
-    operand is NaN; False (Triton's default) returns the other operand."""
+    operand is NaN; False (Triton's default) returns the other operand.
+    ``-0.0`` counts as less than ``+0.0`` (as PTX)."""
 
     NAME = "maximum"
     propagate_nan: bool = attr(False)
