@@ -545,17 +545,18 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
             return unwrap(tbuiltins.call_builtin(self, fn, args, kwargs))
         if getattr(fn, "is_tilec_jit", False):
             return self.inline_jit(fn, args, kwargs)
-        if fn is tl.constexpr:
-            return unwrap(self.fold(tl.constexpr, *args, **kwargs))
         if self.is_python_callable(fn):
-            return self.call_python(fn, args, kwargs)
+            return unwrap(self.call_python(fn, args, kwargs))
         name = getattr(fn, "__name__", type(fn).__name__)
         self.error(f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
-                   f"math.* and the Python builtins {', '.join(_PY_NAMES)} on compile-time values")
+                   f"and math.*, tl types and the Python builtins {', '.join(_PY_NAMES)} on compile-time values")
 
     @staticmethod
     def is_python_callable(fn: Any) -> bool:
-        return any(fn is f for f in _PY_NAMES.values()) or getattr(fn, "__module__", None) == "math"
+        """Python builtins we allow, ``math.*``, and ``tl`` classes (``tl.constexpr(4)``, ``tl.pointer_type(dt)``)."""
+        module = getattr(fn, "__module__", None) or ""
+        language_class = isinstance(fn, type) and module.startswith("tilec.language")
+        return any(fn is f for f in _PY_NAMES.values()) or module == "math" or language_class
 
     def call_python(self, fn: Any, args: list, kwargs: dict) -> Any:
         """A Python builtin or ``math`` function, run at compile time on constexprs."""
