@@ -287,6 +287,17 @@ def test_closure_variables_are_read():
     assert [op.value for op in ops(build(kernel, x_ptr=P_F32), "constant")] == [3.0]
 
 
+def python_min_max(x_ptr, LO: tl.constexpr, HI: tl.constexpr):
+    v = tl.load(x_ptr)
+    tl.store(x_ptr, max(min(v, HI, 2 * HI), abs(LO)) + min(LO, HI) + abs(-LO))
+
+
+def test_python_min_max_abs_fold_on_constexprs_and_become_tl_calls_on_tensors():
+    fn = build(python_min_max, x_ptr=P_F32, LO=-3, HI=5)
+    assert len(ops(fn, "minimum")) == 2 and len(ops(fn, "maximum")) == 1
+    assert sorted(op.value for op in ops(fn, "constant")) == [-3.0, 3.0, 3.0, 5.0, 10.0]
+
+
 def while_counter(x_ptr, n):
     k = 0
     total = 0
@@ -559,8 +570,8 @@ def err_matmul(x_ptr):
     v = tl.load(x_ptr) @ tl.load(x_ptr)  # MARK
 
 
-def err_tensor_min(x_ptr):
-    v = min(tl.load(x_ptr), 0)  # MARK
+def err_tensor_int(x_ptr):
+    v = int(tl.load(x_ptr))  # MARK
 
 
 def err_unpack(x_ptr):
@@ -628,7 +639,7 @@ ERRORS = [
     (err_while_true, "this while loop never ends"),
     (err_for_else, "`else` on a loop is not supported"),
     (err_matmul, "use tl.dot(a, b)"),
-    (err_tensor_min, "`min()` runs at compile time and cannot take a tensor; use tl.minimum"),
+    (err_tensor_int, "`int()` runs at compile time and cannot take a tensor; use x.to(tl.int32)"),
     (err_unpack, "cannot unpack 3 values into 2 names"),
     (err_tile_condition, "tl.where"),
     (err_store_subscript, "cannot assign to this target"),

@@ -148,12 +148,17 @@ _IDENTITY = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
 # Python builtins a kernel may call on compile-time values, with the advice
 # given when one is called on a tensor.
 _PY_FUNCS = {
-    py.min: "use tl.minimum or x.min()", py.max: "use tl.maximum or x.max()", py.abs: "use tl.abs",
     py.int: "use x.to(tl.int32)", py.float: "use x.to(tl.float32)", py.bool: "use x != 0",
-    py.len: "use x.shape", py.isinstance: "", py.tuple: "", py.round: "", py.divmod: "",
-    py.hasattr: "", py.str: "", py.repr: "",
+    py.len: "use x.shape", py.min: "", py.max: "", py.abs: "", py.isinstance: "", py.tuple: "",
+    py.round: "", py.divmod: "", py.hasattr: "", py.str: "", py.repr: "",
 }
 _PY_NAMES = {f.__name__: f for f in _PY_FUNCS} | {"range": py.range, "print": py.print, "getattr": py.getattr}
+# On tensors these builtins mean a tl function (as in Triton): min(a, b, c) is
+# tl.minimum(tl.minimum(a, b), c).
+_TENSOR_FORMS = {py.min: tl.minimum, py.max: tl.maximum, py.abs: tl.abs}
+# Builtins with their own handling: the CodeGenerator method for each.
+_SPECIAL_CALLS = {py.range: "call_range", py.print: "call_print", py.getattr: "call_getattr",
+                  py.min: "call_min_max_abs", py.max: "call_min_max_abs", py.abs: "call_min_max_abs"}
 
 # Syntax a kernel cannot use, with what to write instead.
 _UNSUPPORTED = {
@@ -560,18 +565,33 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
 
     def call_python(self, fn: Any, args: list, kwargs: dict) -> Any:
         """A Python builtin or ``math`` function, run at compile time on constexprs."""
-        if fn is py.range:
-            self.error("range() can only be the iterable of a for loop")
-        if fn is py.print:
-            return self.call(tl.static_print, args, kwargs)
-        if fn is py.getattr:
-            if len(args) != 2 or kwargs:
-                self.error("getattr(obj, name) takes exactly two arguments")
-            return self.get_attribute(*args)
+        special = _SPECIAL_CALLS.get(fn)
+        if special is not None:
+            return getattr(self, special)(fn, args, kwargs)
         if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
             hint = _PY_FUNCS.get(fn) or "it needs compile-time arguments"
             self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")
         return self.fold(fn, *args, **kwargs)
+
+    def call_range(self, fn, args: list, kwargs: dict) -> NoReturn:
+        self.error("range() can only be the iterable of a for loop")
+
+    def call_print(self, fn, args: list, kwargs: dict) -> Any:
+        return self.call(tl.static_print, args, kwargs)
+
+    def call_getattr(self, fn, args: list, kwargs: dict) -> Any:
+        if len(args) != 2 or kwargs:
+            self.error("getattr(obj, name) takes exactly two arguments")
+        return self.get_attribute(*args)
+
+    def call_min_max_abs(self, fn, args: list, kwargs: dict) -> Any:
+        """Python's ``min``/``max``/``abs``: folded on constexprs, tl.minimum/maximum/abs on tensors."""
+        if not any(is_tensor(a) for a in args) or kwargs:
+            return self.fold(fn, *args, **kwargs)
+        tl_fn = _TENSOR_FORMS[fn]
+        if fn is py.abs or len(args) < 2:
+            return self.call(tl_fn, args, {})
+        return functools.reduce(lambda a, b: self.call(tl_fn, [a, b], {}), args)
 
     def fold(self, fn, *args, **kwargs) -> Any:
         """Evaluate ``fn`` on Python values at compile time; its exceptions become user errors."""
