@@ -8,59 +8,21 @@ verified and must survive the text round trip.
 from __future__ import annotations
 
 import inspect
-import math
-import sys
-import types
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tilec import ir, semantic
+import tilec
 import tilec.language as tl
-
-
-def _install_builtins_standin() -> None:
-    """A few ``tl`` builtins over ``semantic`` until the real ``tilec.builtins`` exists."""
-    def load(ctx, ptr, mask=None, other=None):
-        o = None if other is None else semantic.cast_to(ctx, semantic.broadcast_to(
-            ctx, semantic.to_tensor(ctx, other), ptr.shape), ir.elem_type(ptr.type).elem)
-        m = None if mask is None else semantic.broadcast_to(ctx, mask, ptr.shape)
-        return semantic.emit(ctx, ir.Load, ptr=ptr.handle, mask=m and m.handle, other=o and o.handle)
-
-    def store(ctx, ptr, value, mask=None):
-        v = semantic.to_tensor(ctx, value) if not isinstance(value, semantic.Tensor) else value
-        v = semantic.cast_to(ctx, semantic.broadcast_to(ctx, v, ptr.shape), ir.elem_type(ptr.type).elem)
-        m = None if mask is None else semantic.broadcast_to(ctx, mask, ptr.shape)
-        ctx.builder.create(ir.Store, ptr=ptr.handle, value=v.handle, mask=m and m.handle)
-
-    table = {
-        tl.program_id: lambda ctx, axis: semantic.emit(ctx, ir.ProgramId, axis=axis),
-        tl.arange: lambda ctx, a, b: semantic.emit(ctx, ir.Arange, start=a, end=b),
-        tl.zeros: lambda ctx, shape, dtype: semantic.constant(ctx, 0, semantic.to_ir_type(dtype), tuple(shape)),
-        tl.split: lambda ctx, x: tuple(semantic.Tensor(r) for r in ctx.builder.create(ir.Split, src=x.handle).results),
-        tl.static_print: lambda ctx, *a: None,
-        tl.load: load,
-        tl.store: store,
-    }
-    module = types.ModuleType("tilec.builtins")
-    module.call_builtin = lambda ctx, fn, args, kwargs: table[fn](ctx, *args, **kwargs)
-    sys.modules["tilec.builtins"] = module
-
-
-try:
-    import tilec.builtins  # noqa: F401
-except ImportError:
-    _install_builtins_standin()
-
-import tilec  # noqa: E402
-from tilec.ast_control import assigned_names, normalize_returns  # noqa: E402
-from tilec.ast_parse import ArgSpec, build_ir  # noqa: E402
-from tilec.errors import CompilationError  # noqa: E402
-from tilec.ir.interpret import interpret  # noqa: E402
-from tilec.ir.printer import print_function  # noqa: E402
-from tilec.ir.verify import check_roundtrip, verify_function  # noqa: E402
+from tilec import ir, semantic
+from tilec.ast_control import assigned_names, normalize_returns
+from tilec.ast_parse import ArgSpec, build_ir
+from tilec.errors import CompilationError
+from tilec.ir.interpret import interpret
+from tilec.ir.printer import print_function
+from tilec.ir.verify import check_roundtrip, verify_function
 
 SOME = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import tilec.language as tl
 from tilec import ir, semantic
+from tilec.ast_common import is_tensor
 
 RETURN_SLOT = "$return"  # the value returned so far (a name no Python variable can have)
 VALUE_SLOT = "$value"  # the value of a runtime `x if c else y`
@@ -89,7 +90,7 @@ class ControlFlowMixin:
     # --- helpers shared by branches and loops ---------------------------------
     def as_carried(self, value: Any, name: str) -> semantic.Tensor:
         """``value`` as a tensor that runtime control flow can carry or yield."""
-        if isinstance(value, semantic.Tensor):
+        if is_tensor(value):
             return value
         if isinstance(value, (bool, int, float)):
             return semantic.to_tensor(self, value)
@@ -113,7 +114,7 @@ class ControlFlowMixin:
     # --- if ------------------------------------------------------------------------
     def visit_If(self, node: ast.If) -> None:
         cond = self.visit(node.test)
-        if not isinstance(cond, semantic.Tensor):
+        if not is_tensor(cond):
             return self.visit_block(node.body if cond else node.orelse)
         self.runtime_if(semantic.truth(self, cond), node.body, node.orelse)
 
@@ -241,7 +242,7 @@ class ControlFlowMixin:
     def loop_bound(self, b: Any) -> ir.Value:
         if isinstance(b, int) and not isinstance(b, bool):
             return semantic.to_tensor(self, b).handle
-        t = b.handle.type if isinstance(b, semantic.Tensor) else None
+        t = b.handle.type if is_tensor(b) else None
         if not (isinstance(t, ir.ScalarType) and t.is_int and not t.is_bool):
             self.error(f"loop bounds must be integers or scalar integer tensors, got {self.describe(b)}")
         return b.handle
@@ -294,7 +295,7 @@ class ControlFlowMixin:
         try:
             with self.builder.at(block):
                 cond = self.visit(test)
-                if not isinstance(cond, semantic.Tensor):
+                if not is_tensor(cond):
                     if cond:
                         self.error("this while loop never ends: its condition is a compile-time true", test)
                     return None

@@ -8,8 +8,9 @@ plain Python objects: the constexprs (ints, floats, bools, strings, None,
 
 * Expressions whose operands are all Python values are evaluated at compile
   time with Python's semantics (as Triton does for constexprs); operators on
-  tensors go to ``semantic``; calls of ``tl.*`` stubs to ``builtins``.
-* Nested ``@jit`` functions are inlined at the call, with a fresh scope.
+  tensors go to ``semantic``.
+* Calls (``ast_calls.py``): nested ``@jit`` functions are inlined at the
+  call with a fresh scope; ``tl.*`` stubs go to ``builtins``.
 * Control flow (``ast_control.py``) becomes structured ``for``/``if``/``while``.
 * Every op gets the location of the AST node being visited, and every user
   mistake raises ``CompilationError`` at that node, quoting the line.
@@ -21,17 +22,17 @@ from __future__ import annotations
 
 import ast
 import builtins as py
-import functools
 import inspect
 import operator
-import textwrap
 import types
 from dataclasses import dataclass
 from typing import Any, NoReturn, Optional
 
-import tilec.builtins as tbuiltins
-import tilec.language as tl
 from tilec import ir, semantic
+from tilec.ast_calls import PY_NAMES, CallsMixin
+from tilec.ast_common import (
+    FunctionSource, closure_vars, is_compile_time, is_constexpr_annotation, is_tensor, parse_function, unwrap,
+)
 from tilec.ast_control import RETURN_SLOT, ControlFlowMixin, normalize_returns
 from tilec.errors import CompilationError, TilecError
 
@@ -58,77 +59,6 @@ def build_ir(pyfn, specs: list[ArgSpec], name: Optional[str] = None) -> ir.Funct
     return CodeGenerator(name or pyfn.__name__).build_kernel(pyfn, specs)
 
 
-# --------------------------------------------------------------------------- #
-# Source
-# --------------------------------------------------------------------------- #
-
-@dataclass(frozen=True)
-class FunctionSource:
-    """A function's AST and where its text lives, so locations name the user's real line."""
-
-    tree: ast.FunctionDef
-    file: str
-    line_offset: int  # add to an AST line number to get the file's line
-    col_offset: int  # the indentation ``dedent`` removed
-
-    def loc(self, node: ast.AST) -> ir.Loc:
-        return ir.Loc(self.file, node.lineno + self.line_offset, node.col_offset + self.col_offset)
-
-
-@functools.lru_cache(maxsize=None)
-def parse_function(pyfn) -> FunctionSource:
-    """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
-    file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
-    try:
-        lines, first = inspect.getsourcelines(pyfn)
-    except (OSError, TypeError) as e:
-        raise CompilationError(file, 0, 0, f"cannot read the source of `{pyfn.__name__}`: {e}") from e
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    return FunctionSource(fdef, file, first - 1, indent)
-
-
-# --------------------------------------------------------------------------- #
-# Values
-# --------------------------------------------------------------------------- #
-
-def is_tensor(v: Any) -> bool:
-    return isinstance(v, semantic.Tensor)
-
-
-def unwrap(v: Any) -> Any:
-    """``tl.constexpr(x)`` -> ``x``; anything else unchanged."""
-    while isinstance(v, tl.constexpr):
-        v = v.value
-    return v
-
-
-_CONSTANT_TYPES = (bool, int, float, str, type(None), tl.dtype, types.ModuleType)
-
-
-def is_compile_time(v: Any) -> bool:
-    """Whether a global/closure value may be read by a kernel (it cannot change under it)."""
-    if isinstance(v, tuple):
-        return all(is_compile_time(x) for x in v)
-    return isinstance(v, _CONSTANT_TYPES + (tl.constexpr,)) or callable(v)
-
-
-def is_constexpr_annotation(ann: Any) -> bool:
-    """``x: tl.constexpr``, also as a string (``from __future__ import annotations``, or quoted)."""
-    return ann is tl.constexpr or isinstance(ann, str) and ann.strip("'\"").split(".")[-1] == "constexpr"
-
-
-def closure_vars(pyfn) -> dict[str, Any]:
-    cells = pyfn.__closure__ or ()
-    out = {}
-    for name, cell in zip(pyfn.__code__.co_freevars, cells):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:  # a cell not yet assigned
-            pass
-    return out
-
 
 # Python operators: (semantic's op name, the Python function used to fold constants).
 _BINARY = {
@@ -144,21 +74,6 @@ _COMPARE = {ast.Eq: ("eq", operator.eq), ast.NotEq: ("ne", operator.ne), ast.Lt:
             ast.LtE: ("le", operator.le), ast.Gt: ("gt", operator.gt), ast.GtE: ("ge", operator.ge)}
 _IDENTITY = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
              ast.In: lambda a, b: operator.contains(b, a), ast.NotIn: lambda a, b: not operator.contains(b, a)}
-
-# Python builtins a kernel may call on compile-time values, with the advice
-# given when one is called on a tensor.
-_PY_FUNCS = {
-    py.int: "use x.to(tl.int32)", py.float: "use x.to(tl.float32)", py.bool: "use x != 0",
-    py.len: "use x.shape", py.min: "", py.max: "", py.abs: "", py.isinstance: "", py.tuple: "",
-    py.round: "", py.divmod: "", py.hasattr: "", py.str: "", py.repr: "",
-}
-_PY_NAMES = {f.__name__: f for f in _PY_FUNCS} | {"range": py.range, "print": py.print, "getattr": py.getattr}
-# On tensors these builtins mean a tl function (as in Triton): min(a, b, c) is
-# tl.minimum(tl.minimum(a, b), c).
-_TENSOR_FORMS = {py.min: tl.minimum, py.max: tl.maximum, py.abs: tl.abs}
-# Builtins with their own handling: the CodeGenerator method for each.
-_SPECIAL_CALLS = {py.range: "call_range", py.print: "call_print", py.getattr: "call_getattr",
-                  py.min: "call_min_max_abs", py.max: "call_min_max_abs", py.abs: "call_min_max_abs"}
 
 # Syntax a kernel cannot use, with what to write instead.
 _UNSUPPORTED = {
@@ -206,7 +121,7 @@ class _Frame:
     loop_depth: int = 0
 
 
-class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
+class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     """Walks a kernel's AST, building IR; also the ``ctx`` handed to ``semantic``/``builtins``."""
 
     def __init__(self, kernel_name: str):
@@ -251,37 +166,6 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
             return self.frame.scope.get(RETURN_SLOT)
         finally:
             self.frame = saved
-
-    def inline_jit(self, fn, args: list, kwargs: Optional[dict] = None) -> Any:
-        """Inline a @jit function (or a plain Python function) at the insertion point."""
-        pyfn = fn.fn if getattr(fn, "is_tilec_jit", False) else fn
-        if not inspect.isfunction(pyfn):
-            self.error(f"cannot inline {pyfn!r}: it is not a Python function")
-        if pyfn in self.inlining:
-            self.error(f"recursive call of `{pyfn.__name__}` is not supported; rewrite it as a loop")
-        scope = self.bind_params(pyfn, args, kwargs or {})
-        self.inlining.append(pyfn)
-        try:
-            return self.walk_function(pyfn, parse_function(pyfn), scope)
-        finally:
-            self.inlining.pop()
-
-    def bind_params(self, pyfn, args: list, kwargs: dict) -> dict[str, Any]:
-        """The inlined function's initial scope: arguments bound with defaults applied."""
-        sig = inspect.signature(pyfn)
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            self.error(f"bad arguments for `{pyfn.__name__}`: {e}")
-        bound.apply_defaults()
-        scope = {name: unwrap(v) for name, v in bound.arguments.items()}
-        for name, value in scope.items():
-            param = sig.parameters[name]
-            if param.kind is param.VAR_KEYWORD:
-                self.error(f"`**{name}` parameters are not supported in @jit functions")
-            if is_constexpr_annotation(param.annotation) and is_tensor(value):
-                self.error(f"argument `{name}` of `{pyfn.__name__}` is tl.constexpr, but got a tensor")
-        return scope
 
     # --- the context interface semantic/builtins use -------------------------
     def error(self, msg: str, node: Optional[ast.AST] = None) -> NoReturn:
@@ -329,10 +213,10 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         for table, kind in ((closure_vars(pyfn), "closure variable"), (pyfn.__globals__, "global")):
             if name in table:
                 return self.compile_time(table[name], f"{kind} `{name}`")
-        if name in _PY_NAMES:
-            return _PY_NAMES[name]
+        if name in PY_NAMES:
+            return PY_NAMES[name]
         if hasattr(py, name):
-            self.error(f"Python builtin `{name}` is not supported in a kernel; supported: {', '.join(_PY_NAMES)}")
+            self.error(f"Python builtin `{name}` is not supported in a kernel; supported: {', '.join(PY_NAMES)}")
         self.error(f"name `{name}` is not defined")
 
     def compile_time(self, value: Any, what: str) -> Any:
@@ -518,80 +402,6 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         convert = {-1: lambda v: v, ord("s"): str, ord("r"): repr, ord("a"): ascii}[node.conversion]
         spec = "" if node.format_spec is None else self.visit(node.format_spec)
         return self.fold(format, convert(value), spec)
-
-    # --- calls ---------------------------------------------------------------------
-    def visit_Call(self, node: ast.Call) -> Any:
-        fn = self.visit(node.func)
-        args, kwargs = self.call_arguments(node)
-        return self.call(fn, args, kwargs)
-
-    def call_arguments(self, node: ast.Call) -> tuple[list, dict]:
-        """Evaluated positional (``*t`` expands a tuple) and keyword arguments of a call."""
-        args = []
-        for a in node.args:
-            if not isinstance(a, ast.Starred):
-                args.append(self.visit(a))
-                continue
-            value = self.visit(a.value)
-            if not isinstance(value, tuple):
-                self.error(f"only a tuple can be expanded with `*`, got {self.describe(value)}", a)
-            args.extend(value)
-        if any(kw.arg is None for kw in node.keywords):
-            self.error("`**kwargs` in calls is not supported in a kernel; pass keywords one by one")
-        return args, {kw.arg: self.visit(kw.value) for kw in node.keywords}
-
-    def call(self, fn: Any, args: list, kwargs: dict) -> Any:
-        """Call ``fn``: a tl builtin or tensor method, a @jit function, or a Python builtin/math function."""
-        if is_tensor(fn):
-            self.error("a tensor is not callable")
-        if isinstance(fn, semantic.BoundMethod):  # x.sum(...): the stub with x first
-            return unwrap(fn.call(self, args, kwargs))
-        if getattr(fn, "__tilec_builtin__", False):
-            return unwrap(tbuiltins.call_builtin(self, fn, args, kwargs))
-        if getattr(fn, "is_tilec_jit", False):
-            return self.inline_jit(fn, args, kwargs)
-        if self.is_python_callable(fn):
-            return unwrap(self.call_python(fn, args, kwargs))
-        name = getattr(fn, "__name__", type(fn).__name__)
-        self.error(f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
-                   f"and math.*, tl types and the Python builtins {', '.join(_PY_NAMES)} on compile-time values")
-
-    @staticmethod
-    def is_python_callable(fn: Any) -> bool:
-        """Python builtins we allow, ``math.*``, and ``tl`` classes (``tl.constexpr(4)``, ``tl.pointer_type(dt)``)."""
-        module = getattr(fn, "__module__", None) or ""
-        language_class = isinstance(fn, type) and module.startswith("tilec.language")
-        return any(fn is f for f in _PY_NAMES.values()) or module == "math" or language_class
-
-    def call_python(self, fn: Any, args: list, kwargs: dict) -> Any:
-        """A Python builtin or ``math`` function, run at compile time on constexprs."""
-        special = _SPECIAL_CALLS.get(fn)
-        if special is not None:
-            return getattr(self, special)(fn, args, kwargs)
-        if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
-            hint = _PY_FUNCS.get(fn) or "it needs compile-time arguments"
-            self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")
-        return self.fold(fn, *args, **kwargs)
-
-    def call_range(self, fn, args: list, kwargs: dict) -> NoReturn:
-        self.error("range() can only be the iterable of a for loop")
-
-    def call_print(self, fn, args: list, kwargs: dict) -> Any:
-        return self.call(tl.static_print, args, kwargs)
-
-    def call_getattr(self, fn, args: list, kwargs: dict) -> Any:
-        if len(args) != 2 or kwargs:
-            self.error("getattr(obj, name) takes exactly two arguments")
-        return self.get_attribute(*args)
-
-    def call_min_max_abs(self, fn, args: list, kwargs: dict) -> Any:
-        """Python's ``min``/``max``/``abs``: folded on constexprs, tl.minimum/maximum/abs on tensors."""
-        if not any(is_tensor(a) for a in args) or kwargs:
-            return self.fold(fn, *args, **kwargs)
-        tl_fn = _TENSOR_FORMS[fn]
-        if fn is py.abs or len(args) < 2:
-            return self.call(tl_fn, args, {})
-        return functools.reduce(lambda a, b: self.call(tl_fn, [a, b], {}), args)
 
     def fold(self, fn, *args, **kwargs) -> Any:
         """Evaluate ``fn`` on Python values at compile time; its exceptions become user errors."""

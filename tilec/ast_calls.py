@@ -1,0 +1,140 @@
+"""Calls inside a kernel: ``tl.*`` builtins and tensor methods, inlined
+``@jit`` functions, and the Python builtins and ``math`` functions a kernel
+may run at compile time.  ``CallsMixin`` is part of ``ast_parse.CodeGenerator``.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as py
+import functools
+import inspect
+from typing import Any, NoReturn, Optional
+
+import tilec.builtins as tbuiltins
+import tilec.language as tl
+from tilec import semantic
+from tilec.ast_common import is_constexpr_annotation, is_tensor, parse_function, unwrap
+
+# Python builtins a kernel may call on compile-time values, with the advice
+# given when one is called on a tensor.
+_PY_FUNCS = {
+    py.int: "use x.to(tl.int32)", py.float: "use x.to(tl.float32)", py.bool: "use x != 0",
+    py.len: "use x.shape", py.min: "", py.max: "", py.abs: "", py.isinstance: "", py.tuple: "",
+    py.round: "", py.divmod: "", py.hasattr: "", py.str: "", py.repr: "",
+}
+PY_NAMES = {f.__name__: f for f in _PY_FUNCS} | {"range": py.range, "print": py.print, "getattr": py.getattr}
+# On tensors these builtins mean a tl function (as in Triton): min(a, b, c) is
+# tl.minimum(tl.minimum(a, b), c).
+_TENSOR_FORMS = {py.min: tl.minimum, py.max: tl.maximum, py.abs: tl.abs}
+# Builtins with their own handling: the CodeGenerator method for each.
+_SPECIAL_CALLS = {py.range: "call_range", py.print: "call_print", py.getattr: "call_getattr",
+                  py.min: "call_min_max_abs", py.max: "call_min_max_abs", py.abs: "call_min_max_abs"}
+
+
+class CallsMixin:
+    """The call handling of ``CodeGenerator``."""
+
+    def inline_jit(self, fn, args: list, kwargs: Optional[dict] = None) -> Any:
+        """Inline a @jit function (or a plain Python function) at the insertion point."""
+        pyfn = fn.fn if getattr(fn, "is_tilec_jit", False) else fn
+        if not inspect.isfunction(pyfn):
+            self.error(f"cannot inline {pyfn!r}: it is not a Python function")
+        if pyfn in self.inlining:
+            self.error(f"recursive call of `{pyfn.__name__}` is not supported; rewrite it as a loop")
+        scope = self.bind_params(pyfn, args, kwargs or {})
+        self.inlining.append(pyfn)
+        try:
+            return self.walk_function(pyfn, parse_function(pyfn), scope)
+        finally:
+            self.inlining.pop()
+
+    def bind_params(self, pyfn, args: list, kwargs: dict) -> dict[str, Any]:
+        """The inlined function's initial scope: arguments bound with defaults applied."""
+        sig = inspect.signature(pyfn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            self.error(f"bad arguments for `{pyfn.__name__}`: {e}")
+        bound.apply_defaults()
+        scope = {name: unwrap(v) for name, v in bound.arguments.items()}
+        for name, value in scope.items():
+            param = sig.parameters[name]
+            if param.kind is param.VAR_KEYWORD:
+                self.error(f"`**{name}` parameters are not supported in @jit functions")
+            if is_constexpr_annotation(param.annotation) and is_tensor(value):
+                self.error(f"argument `{name}` of `{pyfn.__name__}` is tl.constexpr, but got a tensor")
+        return scope
+
+    # --- calls ---------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> Any:
+        fn = self.visit(node.func)
+        args, kwargs = self.call_arguments(node)
+        return self.call(fn, args, kwargs)
+
+    def call_arguments(self, node: ast.Call) -> tuple[list, dict]:
+        """Evaluated positional (``*t`` expands a tuple) and keyword arguments of a call."""
+        args = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(self.visit(a))
+                continue
+            value = self.visit(a.value)
+            if not isinstance(value, tuple):
+                self.error(f"only a tuple can be expanded with `*`, got {self.describe(value)}", a)
+            args.extend(value)
+        if any(kw.arg is None for kw in node.keywords):
+            self.error("`**kwargs` in calls is not supported in a kernel; pass keywords one by one")
+        return args, {kw.arg: self.visit(kw.value) for kw in node.keywords}
+
+    def call(self, fn: Any, args: list, kwargs: dict) -> Any:
+        """Call ``fn``: a tl builtin or tensor method, a @jit function, or a Python builtin/math function."""
+        if is_tensor(fn):
+            self.error("a tensor is not callable")
+        if isinstance(fn, semantic.BoundMethod):  # x.sum(...): the stub with x first
+            return unwrap(fn.call(self, args, kwargs))
+        if getattr(fn, "__tilec_builtin__", False):
+            return unwrap(tbuiltins.call_builtin(self, fn, args, kwargs))
+        if getattr(fn, "is_tilec_jit", False):
+            return self.inline_jit(fn, args, kwargs)
+        if self.is_python_callable(fn):
+            return unwrap(self.call_python(fn, args, kwargs))
+        name = getattr(fn, "__name__", type(fn).__name__)
+        self.error(f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
+                   f"and math.*, tl types and the Python builtins {', '.join(PY_NAMES)} on compile-time values")
+
+    @staticmethod
+    def is_python_callable(fn: Any) -> bool:
+        """Python builtins we allow, ``math.*``, and ``tl`` classes (``tl.constexpr(4)``, ``tl.pointer_type(dt)``)."""
+        module = getattr(fn, "__module__", None) or ""
+        language_class = isinstance(fn, type) and module.startswith("tilec.language")
+        return any(fn is f for f in PY_NAMES.values()) or module == "math" or language_class
+
+    def call_python(self, fn: Any, args: list, kwargs: dict) -> Any:
+        """A Python builtin or ``math`` function, run at compile time on constexprs."""
+        special = _SPECIAL_CALLS.get(fn)
+        if special is not None:
+            return getattr(self, special)(fn, args, kwargs)
+        if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
+            hint = _PY_FUNCS.get(fn) or "it needs compile-time arguments"
+            self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")
+        return self.fold(fn, *args, **kwargs)
+
+    def call_range(self, fn, args: list, kwargs: dict) -> NoReturn:
+        self.error("range() can only be the iterable of a for loop")
+
+    def call_print(self, fn, args: list, kwargs: dict) -> Any:
+        return self.call(tl.static_print, args, kwargs)
+
+    def call_getattr(self, fn, args: list, kwargs: dict) -> Any:
+        if len(args) != 2 or kwargs:
+            self.error("getattr(obj, name) takes exactly two arguments")
+        return self.get_attribute(*args)
+
+    def call_min_max_abs(self, fn, args: list, kwargs: dict) -> Any:
+        """Python's ``min``/``max``/``abs``: folded on constexprs, tl.minimum/maximum/abs on tensors."""
+        if not any(is_tensor(a) for a in args) or kwargs:
+            return self.fold(fn, *args, **kwargs)
+        tl_fn = _TENSOR_FORMS[fn]
+        if fn is py.abs or len(args) < 2:
+            return self.call(tl_fn, args, {})
+        return functools.reduce(lambda a, b: self.call(tl_fn, [a, b], {}), args)

@@ -1,0 +1,88 @@
+"""What the front end's files share: a function's parsed source, and how
+front-end values are told apart (tensors, constexpr wrappers, compile-time
+globals, ``tl.constexpr`` annotations)."""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import tilec.language as tl
+from tilec import ir, semantic
+from tilec.errors import CompilationError
+
+# --------------------------------------------------------------------------- #
+# Source
+# --------------------------------------------------------------------------- #
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """A function's AST and where its text lives, so locations name the user's real line."""
+
+    tree: ast.FunctionDef
+    file: str
+    line_offset: int  # add to an AST line number to get the file's line
+    col_offset: int  # the indentation ``dedent`` removed
+
+    def loc(self, node: ast.AST) -> ir.Loc:
+        return ir.Loc(self.file, node.lineno + self.line_offset, node.col_offset + self.col_offset)
+
+
+@functools.lru_cache(maxsize=None)
+def parse_function(pyfn) -> FunctionSource:
+    """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
+    file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
+    try:
+        lines, first = inspect.getsourcelines(pyfn)
+    except (OSError, TypeError) as e:
+        raise CompilationError(file, 0, 0, f"cannot read the source of `{pyfn.__name__}`: {e}") from e
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return FunctionSource(fdef, file, first - 1, indent)
+
+
+# --------------------------------------------------------------------------- #
+# Values
+# --------------------------------------------------------------------------- #
+
+def is_tensor(v: Any) -> bool:
+    return isinstance(v, semantic.Tensor)
+
+
+def unwrap(v: Any) -> Any:
+    """``tl.constexpr(x)`` -> ``x``; anything else unchanged."""
+    while isinstance(v, tl.constexpr):
+        v = v.value
+    return v
+
+
+_CONSTANT_TYPES = (bool, int, float, str, type(None), tl.dtype, types.ModuleType)
+
+
+def is_compile_time(v: Any) -> bool:
+    """Whether a global/closure value may be read by a kernel (it cannot change under it)."""
+    if isinstance(v, tuple):
+        return all(is_compile_time(x) for x in v)
+    return isinstance(v, _CONSTANT_TYPES + (tl.constexpr,)) or callable(v)
+
+
+def is_constexpr_annotation(ann: Any) -> bool:
+    """``x: tl.constexpr``, also as a string (``from __future__ import annotations``, or quoted)."""
+    return ann is tl.constexpr or isinstance(ann, str) and ann.strip("'\"").split(".")[-1] == "constexpr"
+
+
+def closure_vars(pyfn) -> dict[str, Any]:
+    cells = pyfn.__closure__ or ()
+    out = {}
+    for name, cell in zip(pyfn.__code__.co_freevars, cells):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # a cell not yet assigned
+            pass
+    return out
+
