@@ -260,6 +260,26 @@ def test_python_min_max_abs_fold_on_constexprs_and_become_tl_calls_on_tensors():
     assert sorted(op.value for op in ops(fn, "constant")) == [-3.0, 3.0, 3.0, 5.0, 10.0]
 
 
+def tuple_loop(x_ptr, NAMES: tl.constexpr, SKIP: tl.constexpr):
+    v = tl.load(x_ptr)
+    for scale in (2.0, 3.0):
+        v = v * scale
+    while SKIP:
+        v = v + 1.0
+    tl.static_assert(len(NAMES) == 2, f"got {len(NAMES)!r} names: {NAMES}")
+    print("compile-time", len(NAMES))
+    tl.store(x_ptr, getattr(v, "to")(tl.float32))
+
+
+def test_tuple_loops_unroll_and_compile_time_messages_format(capsys):
+    fn = build(tuple_loop, x_ptr=P_F32, NAMES=("a", "b"), SKIP=False)
+    assert [m.rhs.owner.value for m in ops(fn, "mul")] == [2.0, 3.0] and not ops(fn, "while")
+    assert "compile-time 2" in capsys.readouterr().out
+    with pytest.raises(CompilationError, match=r"got 3 names: \('a', 'b', 'c'\)") as info:
+        build(tuple_loop, x_ptr=P_F32, NAMES=("a", "b", "c"), SKIP=False)
+    assert info.value.line == line_of(tuple_loop, "tl.static_assert")
+
+
 def while_counter(x_ptr, n):
     k = 0
     total = 0
