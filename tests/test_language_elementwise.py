@@ -668,22 +668,50 @@ def scalar_kernel(x_ptr, z_ptr, n, s, OUT: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(z_ptr + offs, z, mask=mask)
 
 
-SCALAR_PROMOTION = [  # (tensor dtype, Python scalar, result): a scalar of lower or equal kind does not promote
-    ("int8", 3, "int8"), ("int16", -3, "int16"), ("int64", 5, "int64"), ("uint8", 3, "int32"),
+@tilec.jit
+def literal_kernel(x_ptr, z_ptr, n, S: tl.constexpr, OUT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    z = S + x
+    tl.static_assert(z.dtype == OUT)
+    tl.store(z_ptr + offs, z, mask=mask)
+
+
+# A Python number (a literal or constexpr) of a lower or equal kind (bool < int < float; Triton's
+# dtype.kind() puts signed and unsigned ints in one kind)
+# does not promote a tensor; a runtime scalar argument (an i32 or f32 value) promotes as a tensor does.
+LITERAL_PROMOTION = [
+    ("int8", 3, "int8"), ("int16", -3, "int16"), ("int64", 5, "int64"), ("uint8", 3, "uint8"), ("uint32", 7, "uint32"),
     ("float16", 2, "float16"), ("float16", 1.5, "float16"), ("bfloat16", 0.5, "bfloat16"),
+    ("int32", 1.5, "float32"), ("int8", 2.5, "float32"), ("float64", 3, "float64"),
+]
+RUNTIME_SCALAR_PROMOTION = [
+    ("int8", 3, "int32"), ("int16", -3, "int32"), ("int64", 5, "int64"), ("uint8", 3, "int32"),
+    ("float16", 2, "float16"), ("float16", 1.5, "float32"), ("bfloat16", 0.5, "float32"),
     ("int32", 1.5, "float32"), ("int8", 2.5, "float32"), ("float64", 3, "float64"),
 ]
 
 
-@pytest.mark.parametrize("dtype,scalar,out", SCALAR_PROMOTION)
-def test_promotion_with_a_scalar_argument(dtype, scalar, out):
+def check_scalar_promotion(kernel, dtype, scalar, out, as_constexpr: bool):
     require(dtype)
     x = np.array([1, -2, 3, 4, 5, -6, 7], np.int64)
     if dtype in UINTS:
         x = np.abs(x)
     z = empty(len(x), out)
-    scalar_kernel[(1,)](to_host(x, dtype), z, len(x), scalar, OUT=getattr(tl, out), BLOCK=8)
-    assert_close(z, cast(x, dtype).astype(np.float64) + scalar, out)
+    scalar_arg = {"S": scalar} if as_constexpr else {"s": scalar}
+    kernel[(1,)](to_host(x, dtype), z, len(x), **scalar_arg, OUT=getattr(tl, out), BLOCK=8)
+    assert_close(z, exact(cast(x, dtype), dtype) + scalar, out)
+
+
+@pytest.mark.parametrize("dtype,scalar,out", LITERAL_PROMOTION)
+def test_promotion_with_a_python_number(dtype, scalar, out):
+    check_scalar_promotion(literal_kernel, dtype, scalar, out, as_constexpr=True)
+
+
+@pytest.mark.parametrize("dtype,scalar,out", RUNTIME_SCALAR_PROMOTION)
+def test_promotion_with_a_runtime_scalar_argument(dtype, scalar, out):
+    check_scalar_promotion(scalar_kernel, dtype, scalar, out, as_constexpr=False)
 
 
 @tilec.jit
