@@ -393,6 +393,29 @@ def test_while_and_if_per_program_match_python(ns):
     assert out.tolist() == [t - 100 if t > 100 else t for t in tri]
 
 
+def even_odd_sums(x_ptr, out_ptr, n):
+    even = 0
+    odd = 0
+    for i in range(n):
+        v = tl.load(x_ptr + i)
+        if i % 2 == 0:
+            even += v
+        else:
+            odd = odd + v
+    tl.store(out_ptr, even)
+    tl.store(out_ptr + 1, odd)
+
+
+@SOME
+@given(x=st.lists(st.integers(-2**20, 2**20), max_size=40))
+def test_if_inside_a_loop_updates_carried_values(x):
+    arr, out = np.array(x + [0], np.int32), np.zeros(2, np.int32)
+    fn = build(even_odd_sums, x_ptr=P_I32, out_ptr=P_I32, n=ir.i32)
+    assert len(ops(fn, "if")) == 1 and len(ops(fn, "for")[0].results) == 2
+    interpret(fn, (1,), [arr, out, len(x)])
+    assert out.tolist() == [sum(x[0::2]), sum(x[1::2])]
+
+
 @tilec.jit
 def clamp_low(x, lo):
     if x < lo:
