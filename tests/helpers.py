@@ -15,10 +15,10 @@ from hypothesis.extra import numpy as hnp
 
 # One place for the budget of every property test here: the interpreter is
 # slow and the machine has 2 cores.
-PROPERTY = settings(max_examples=15, deadline=None,
+PROPERTY = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
-FEW = settings(PROPERTY, max_examples=6)
+FEW = settings(PROPERTY, max_examples=10)
 
 SINTS = ("int8", "int16", "int32", "int64")
 UINTS = ("uint8", "uint16", "uint32", "uint64")
