@@ -8,8 +8,8 @@ constexpr (``FN``), so a table row is all a new op needs.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -19,6 +19,13 @@ from hypothesis import strategies as st
 
 import tilec
 import tilec.language as tl
+from kernels.ops import (
+    op_add, op_sub, op_mul, op_truediv, op_fdiv, op_div_rn, op_floordiv, op_mod, op_and, op_or, op_xor, op_shl,
+    op_shr, op_eq, op_ne, op_lt, op_le, op_gt, op_ge, op_maximum, op_minimum, op_umulhi, op_cdiv, op_neg,
+    op_invert, op_abs, op_exp, op_exp2, op_log, op_log2, op_sqrt, op_sqrt_rn, op_rsqrt, op_sin, op_cos,
+    op_sigmoid, op_erf, op_floor, op_ceil, op_method_abs, op_where, op_fma, op_clamp, op_maximum_nan,
+    op_minimum_nan,
+)
 from helpers import (ALL, FLOATS, INTS, FEW, NUMBERS, PROPERTY, SINTS, UINTS, assert_close, c_div, c_rem, cast, empty,
                      exact, from_host, grid1, require, to_host, ulp, values)
 
@@ -66,121 +73,6 @@ def run_elementwise(kernel, fn, inputs, out_dtype, sentinel=7):
 # --------------------------------------------------------------------------- #
 # Binary operators
 # --------------------------------------------------------------------------- #
-
-@tilec.jit
-def op_add(x, y):
-    return x + y
-
-
-@tilec.jit
-def op_sub(x, y):
-    return x - y
-
-
-@tilec.jit
-def op_mul(x, y):
-    return x * y
-
-
-@tilec.jit
-def op_truediv(x, y):
-    return x / y
-
-
-@tilec.jit
-def op_fdiv(x, y):
-    return tl.fdiv(x, y)
-
-
-@tilec.jit
-def op_div_rn(x, y):
-    return tl.div_rn(x, y)
-
-
-@tilec.jit
-def op_floordiv(x, y):
-    return x // y
-
-
-@tilec.jit
-def op_mod(x, y):
-    return x % y
-
-
-@tilec.jit
-def op_and(x, y):
-    return x & y
-
-
-@tilec.jit
-def op_or(x, y):
-    return x | y
-
-
-@tilec.jit
-def op_xor(x, y):
-    return x ^ y
-
-
-@tilec.jit
-def op_shl(x, y):
-    return x << y
-
-
-@tilec.jit
-def op_shr(x, y):
-    return x >> y
-
-
-@tilec.jit
-def op_eq(x, y):
-    return x == y
-
-
-@tilec.jit
-def op_ne(x, y):
-    return x != y
-
-
-@tilec.jit
-def op_lt(x, y):
-    return x < y
-
-
-@tilec.jit
-def op_le(x, y):
-    return x <= y
-
-
-@tilec.jit
-def op_gt(x, y):
-    return x > y
-
-
-@tilec.jit
-def op_ge(x, y):
-    return x >= y
-
-
-@tilec.jit
-def op_maximum(x, y):
-    return tl.maximum(x, y)
-
-
-@tilec.jit
-def op_minimum(x, y):
-    return tl.minimum(x, y)
-
-
-@tilec.jit
-def op_umulhi(x, y):
-    return tl.umulhi(x, y)
-
-
-@tilec.jit
-def op_cdiv(x, y):
-    return tl.cdiv(x, y)
-
 
 def nonzero_divisor(x, y, dtype):
     """Divisors without 0 and without the overflowing ``INT_MIN / -1``."""
@@ -304,91 +196,6 @@ def test_binary_op(name, dtype, data, n):
 # Unary operators and math functions
 # --------------------------------------------------------------------------- #
 
-@tilec.jit
-def op_neg(x):
-    return -x
-
-
-@tilec.jit
-def op_invert(x):
-    return ~x
-
-
-@tilec.jit
-def op_abs(x):
-    return tl.abs(x)
-
-
-@tilec.jit
-def op_exp(x):
-    return tl.exp(x)
-
-
-@tilec.jit
-def op_exp2(x):
-    return tl.exp2(x)
-
-
-@tilec.jit
-def op_log(x):
-    return tl.log(x)
-
-
-@tilec.jit
-def op_log2(x):
-    return tl.log2(x)
-
-
-@tilec.jit
-def op_sqrt(x):
-    return tl.sqrt(x)
-
-
-@tilec.jit
-def op_sqrt_rn(x):
-    return tl.sqrt_rn(x)
-
-
-@tilec.jit
-def op_rsqrt(x):
-    return tl.rsqrt(x)
-
-
-@tilec.jit
-def op_sin(x):
-    return tl.sin(x)
-
-
-@tilec.jit
-def op_cos(x):
-    return tl.cos(x)
-
-
-@tilec.jit
-def op_sigmoid(x):
-    return tl.sigmoid(x)
-
-
-@tilec.jit
-def op_erf(x):
-    return tl.erf(x)
-
-
-@tilec.jit
-def op_floor(x):
-    return tl.floor(x)
-
-
-@tilec.jit
-def op_ceil(x):
-    return tl.ceil(x)
-
-
-@tilec.jit
-def op_method_abs(x):
-    return x.abs()
-
-
 def invert(x, dtype):
     return ~x if dtype == "int1" else -x - 1
 
@@ -469,21 +276,6 @@ def test_unary_special_float_values(name):
 # Ternary ops: where, fma, clamp
 # --------------------------------------------------------------------------- #
 
-@tilec.jit
-def op_where(c, x, y):
-    return tl.where(c, x, y)
-
-
-@tilec.jit
-def op_fma(x, y, w):
-    return tl.fma(x, y, w)
-
-
-@tilec.jit
-def op_clamp(x, lo, hi):
-    return tl.clamp(x, lo, hi)
-
-
 @pytest.mark.parametrize("dtype", ALL)
 @PROPERTY
 @given(data=st.data(), n=st.integers(1, 40))
@@ -518,16 +310,6 @@ def test_clamp(dtype, data, n):
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     got = run_elementwise(ternary_kernel, op_clamp, [(x, dtype), (lo, dtype), (hi, dtype)], dtype)
     assert_close(got, np.minimum(np.maximum(exact(x, dtype), lo), hi), dtype)
-
-
-@tilec.jit
-def op_maximum_nan(x, y):
-    return tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL)
-
-
-@tilec.jit
-def op_minimum_nan(x, y):
-    return tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL)
 
 
 @pytest.mark.parametrize("fn,ref", [(op_maximum, np.fmax), (op_minimum, np.fmin),
@@ -678,9 +460,9 @@ def literal_kernel(x_ptr, z_ptr, n, S: tl.constexpr, OUT: tl.constexpr, BLOCK: t
     tl.store(z_ptr + offs, z, mask=mask)
 
 
-# A Python number (a literal or constexpr) of a lower or equal kind (bool < int < float; Triton's
-# dtype.kind() puts signed and unsigned ints in one kind)
-# does not promote a tensor; a runtime scalar argument (an i32 or f32 value) promotes as a tensor does.
+# A Python number (a literal or constexpr) of a lower or equal kind does not promote a tensor
+# (kinds: bool < int < float; Triton's dtype.kind() puts signed and unsigned ints in one kind);
+# a runtime scalar argument (an i32 or f32 value) promotes as a tensor does.
 LITERAL_PROMOTION = [
     ("int8", 3, "int8"), ("int16", -3, "int16"), ("int64", 5, "int64"), ("uint8", 3, "uint8"), ("uint32", 7, "uint32"),
     ("float16", 2, "float16"), ("float16", 1.5, "float16"), ("bfloat16", 0.5, "bfloat16"),
