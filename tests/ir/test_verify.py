@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from ir.random_ir import random_functions
 from tilec import ir
@@ -286,8 +286,7 @@ def test_deleted_definition_is_reported_at_its_first_use(fn, data):
     placed = _placed_ops(fn)
     used = {v for _, op in placed for v in op.operands}
     candidates = [(blk, op) for blk, op in placed if used & set(op.results)]
-    if not candidates:
-        return
+    assume(candidates)
     block, op = data.draw(st.sampled_from(candidates))
     block.ops.remove(op)
     assert "is not defined before this op in an enclosing block" in _message(fn).split("\n")[0]
@@ -296,7 +295,9 @@ def test_deleted_definition_is_reported_at_its_first_use(fn, data):
 @PROPERTY
 @given(random_functions(), st.data())
 def test_reordered_ops_are_either_valid_or_reported(fn, data):
-    block = data.draw(st.sampled_from([b for b in _blocks(fn.body) if len(b.ops) >= 2]))
+    blocks = [b for b in _blocks(fn.body) if len(b.ops) >= 2]
+    assume(blocks)
+    block = data.draw(st.sampled_from(blocks))
     i, j = data.draw(st.lists(st.integers(0, len(block.ops) - 1), min_size=2, max_size=2, unique=True))
     block.ops[i], block.ops[j] = block.ops[j], block.ops[i]
     try:
