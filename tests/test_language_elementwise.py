@@ -173,14 +173,7 @@ BINARY = {
 }
 
 # Known bugs of other rooms, routed by the lead; strict, so a fix turns them into failures to remove.
-KNOWN_BUGS = {
-    ("fdiv", d): "semantic: tl.fdiv on f16/bf16 computes in the half type; Triton computes fdiv in f32 (div_or_mod)"
-    for d in ("float16", "bfloat16")
-}
-
-BINARY_CASES = [pytest.param(name, d, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[name, d])]
-                             if (name, d) in KNOWN_BUGS else [])
-                for name, op in BINARY.items() for d in op.dtypes]
+BINARY_CASES = [(name, d) for name, op in BINARY.items() for d in op.dtypes]
 
 
 @pytest.mark.parametrize("name,dtype", BINARY_CASES)

@@ -15,6 +15,7 @@ creation, casts, memory, atomics and debugging; ``builtins_math``,
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, Callable
 
 from . import ir
@@ -102,16 +103,11 @@ def block_shape(shape, what: str) -> tuple:
         if d <= 0 or d & (d - 1):
             raise TypingError(f"{what} {dims}: every dimension must be a power of two (as in Triton), got {d}; "
                               "round up with tl.next_power_of_2 and mask the extra elements")
-    if numel(dims) > MAX_TILE_NUMEL:
+    if math.prod(dims) > MAX_TILE_NUMEL:
         raise TypingError(f"{what} {dims} has more than {MAX_TILE_NUMEL} elements")
     return dims
 
 
-def numel(shape: tuple) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def pointer_arg(ctx, value, fname: str) -> Tensor:

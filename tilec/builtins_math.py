@@ -95,7 +95,7 @@ def _fdiv(ctx, x, y, ieee_rounding):
     for v in (x, y):
         if not (isinstance(v, float) or isinstance(v, Tensor) and semantic.is_float_tensor(v)):
             raise TypingError(f"both operands of `tl.fdiv` must be floats, got {describe(v)}")
-    a, b = operands(ctx, x, y, "tl.fdiv")
+    a, b = operands(ctx, x, y, "tl.fdiv", div_or_mod=True)  # f16/bf16 divide in f32, as `/`
     return emit(ctx, ir.Div, lhs=a.handle, rhs=b.handle)
 
 

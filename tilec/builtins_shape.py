@@ -1,9 +1,11 @@
 """Shape ``tl`` functions: expand_dims, broadcast(_to), reshape/view/ravel, trans/permute, join/split."""
 from __future__ import annotations
 
+import math
+
 from . import ir
 from . import language as tl
-from .builtins import block_shape, implements, numel, shape_arg
+from .builtins import block_shape, implements, shape_arg
 from .semantic import Tensor, TypingError, broadcast_pair, broadcast_to, describe, emit, to_tensor
 
 
@@ -36,8 +38,8 @@ def _broadcast_to(ctx, input, shape):
 def _reshape(ctx, input, shape, can_reorder):
     x = to_tensor(ctx, input)
     dims = block_shape(shape, "the shape of `tl.reshape`")
-    if numel(dims) != x.numel:
-        raise TypingError(f"cannot reshape {describe(x)} ({x.numel} elements) to {dims} ({numel(dims)} elements)")
+    if math.prod(dims) != x.numel:
+        raise TypingError(f"cannot reshape {describe(x)} ({x.numel} elements) to {dims} ({math.prod(dims)} elements)")
     if dims == x.shape:
         return x
     return emit(ctx, ir.Reshape, src=x.handle, shape=dims, can_reorder=bool(can_reorder))

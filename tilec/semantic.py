@@ -28,6 +28,7 @@ turn it into ``ctx.error`` (a ``CompilationError`` at the user's line).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -108,10 +109,7 @@ class Tensor(tl.tensor):
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def __repr__(self) -> str:
         return f"Tensor({self.handle.type})"

@@ -12,6 +12,7 @@ from the element type (``u32`` divides unsigned, ``i32`` signed).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
@@ -29,6 +30,17 @@ def _fail(op: Op, msg: str) -> None:
 def _require(op: Op, cond: bool, msg: str) -> None:
     if not cond:
         _fail(op, msg)
+
+
+@dataclass(eq=False, kw_only=True)
+class EffectOp(Op):
+    """Base of ops that define no value and exist for their effect (stores,
+    terminators, printing): never folded, moved or deleted."""
+
+    PURE = False
+
+    def infer_types(self):
+        return []
 
 
 # --------------------------------------------------------------------------- #
@@ -163,14 +175,7 @@ class Reshape(Op):
 
     def verify(self):
         src = shape_of(self.src.type)
-        _require(self, _numel(src) == _numel(self.shape), f"cannot reshape {src} to {tuple(self.shape)}")
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+        _require(self, math.prod(src) == math.prod(self.shape), f"cannot reshape {src} to {tuple(self.shape)}")
 
 
 @dataclass(eq=False, kw_only=True)
@@ -486,19 +491,15 @@ class Load(Op):
 
 
 @dataclass(eq=False, kw_only=True)
-class Store(Op):
+class Store(EffectOp):
     """Write ``value`` to ``*ptr`` where ``mask`` (default all) is true."""
 
     NAME = "store"
-    PURE = False
     ptr: Value = operand()
     value: Value = operand()
     mask: Optional[Value] = optional()
     cache: str = attr("")
     eviction: str = attr("")
-
-    def infer_types(self):
-        return []
 
     def verify(self):
         _require(self, is_pointer(self.ptr.type), f"needs a pointer, got {self.ptr.type}")
@@ -651,30 +652,22 @@ class Dot(Op):
 # --------------------------------------------------------------------------- #
 
 @dataclass(eq=False, kw_only=True)
-class Yield(Op):
+class Yield(EffectOp):
     """Ends a region, passing ``values`` to its parent op."""
 
     NAME = "yield"
     IS_TERMINATOR = True
-    PURE = False
     values: list = variadic()
-
-    def infer_types(self):
-        return []
 
 
 @dataclass(eq=False, kw_only=True)
-class Condition(Op):
+class Condition(EffectOp):
     """Ends a ``while``'s ``before`` region: loop on while ``cond``, passing ``values``."""
 
     NAME = "condition"
     IS_TERMINATOR = True
-    PURE = False
     cond: Value = operand()
     values: list = variadic()
-
-    def infer_types(self):
-        return []
 
     def verify(self):
         _require(self, self.cond.type == i1, f"condition must be i1, got {self.cond.type}")
@@ -767,44 +760,32 @@ class While(Op):
 # --------------------------------------------------------------------------- #
 
 @dataclass(eq=False, kw_only=True)
-class Print(Op):
+class Print(EffectOp):
     """``device_print(prefix, *values)``: each program prints its values."""
 
     NAME = "print"
-    PURE = False
     prefix: str = attr()
     values: list = variadic()
     hex: bool = attr(False)
 
-    def infer_types(self):
-        return []
-
 
 @dataclass(eq=False, kw_only=True)
-class Assert(Op):
+class Assert(EffectOp):
     """``device_assert(cond, msg)``: fail the launch where ``cond`` is false."""
 
     NAME = "assert"
-    PURE = False
     cond: Value = operand()
     msg: str = attr()
-
-    def infer_types(self):
-        return []
 
     def verify(self):
         _require(self, elem_type(self.cond.type) == i1, f"condition must be i1, got {self.cond.type}")
 
 
 @dataclass(eq=False, kw_only=True)
-class Barrier(Op):
+class Barrier(EffectOp):
     """``debug_barrier()``: synchronize the threads of one program."""
 
     NAME = "barrier"
-    PURE = False
-
-    def infer_types(self):
-        return []
 
 
 @dataclass(eq=False, kw_only=True)

@@ -14,6 +14,7 @@ is a value of shape ``()``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -107,10 +108,7 @@ class TileType:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def with_elem(self, elem: ElemType) -> "TileType":
         return TileType(self.shape, elem, self.layout)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins as _py
 import functools
+import math
 from typing import Any
 
 # --------------------------------------------------------------------------- #
@@ -162,10 +163,7 @@ class block_type:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def get_block_shapes(self) -> tuple:
         return self.shape
