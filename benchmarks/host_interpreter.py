@@ -8,7 +8,7 @@ is imported) and the ratio tilec / Triton is reported.
 
     python3 benchmarks/host_interpreter.py [--n 16777216] [--block 1024]
 
-Writes ``benchmarks/results/host_interpreter.json``.
+Writes ``benchmarks/results/host_interpreter.json`` (or ``--out PATH``).
 """
 from __future__ import annotations
 
@@ -132,6 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1 << 24)
     parser.add_argument("--block", type=int, default=1024)
+    parser.add_argument("--out", type=Path, default=RESULT, help="where to write the JSON result")
     opts = parser.parse_args()
     ours = run_tilec(opts.n, opts.block)
     triton = run_triton_interpreter(opts.n, opts.block)
@@ -144,8 +145,8 @@ def main() -> None:
         "python": platform.python_version(), "numpy": np.__version__,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"tilec interpreter: {ours['gbps']:.2f} GB/s ({ours['seconds'] * 1e3:.1f} ms for n={opts.n})")
     if "gbps" in triton:
         print(f"triton interpreter: {triton['gbps']:.3f} GB/s; tilec / triton = {result['ratio_tilec_over_triton']:.1f}x")

@@ -8,6 +8,7 @@ the string form.
 """
 import importlib.util
 import itertools
+import math
 import re
 
 import numpy as np
@@ -77,7 +78,7 @@ def vectors(n, dtype=np.float32):
 
 
 def launch_add(kernel, x, y, out, n=None, block=16, **options):
-    n = x.size if n is None else n
+    n = math.prod(x.shape) if n is None else n  # numpy and torch arrays alike
     kernel[(tilec.cdiv(n, block),)](x, y, out, n, BLOCK=block, **options)
 
 
