@@ -27,13 +27,19 @@ from .types import ScalarType, bf16, elem_type, f16, shape_of
 PURE: dict[type, Callable[[ir.Op, list], list]] = {}
 
 
-def evaluates(*classes: type):
-    """Register the decorated ``fn(op, operands) -> results`` for ``classes``."""
-    def register(fn):
-        for cls in classes:
-            PURE[cls] = fn
-        return fn
-    return register
+def registrar(table: dict) -> Callable:
+    """A decorator factory: ``@reg(A, B)`` stores the decorated fn under A and B in ``table``."""
+    def for_classes(*classes: type):
+        def register(fn):
+            for cls in classes:
+                table[cls] = fn
+            return fn
+        return register
+    return for_classes
+
+
+evaluates = registrar(PURE)
+evaluates.__doc__ = "Register the decorated ``fn(op, operands) -> results`` for the given op classes."
 
 
 def evaluate_pure(op: ir.Op, operands: list) -> list[np.ndarray]:

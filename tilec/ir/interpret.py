@@ -30,7 +30,7 @@ from . import ops as ir
 from .core import Block, Function, Op, Value, walk
 from .interp_dtypes import ADDRESS, compute_dtype, convert_constant, memory_dtype, to_memory
 from .interp_memory import Access, Memory
-from .interp_ops import PURE, elementwise_fn, evaluate_pure  # noqa: F401  (re-exported)
+from .interp_ops import PURE, elementwise_fn, evaluate_pure, registrar  # noqa: F401  (re-exported)
 from . import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
 from .types import PointerType, ScalarType, elem_type, shape_of
 
@@ -40,13 +40,7 @@ CHUNK_ELEMENTS = 1 << 17
 RUN: dict[type, Callable[[Op, "Frame"], None]] = {}
 
 
-def runs(*classes: type):
-    """Register the decorated ``fn(op, frame)`` as the way to run ``classes``."""
-    def register(fn):
-        for cls in classes:
-            RUN[cls] = fn
-        return fn
-    return register
+runs = registrar(RUN)  # @runs(OpClass): the decorated fn(op, frame) runs that op class
 
 
 def interpret(fn: Function, grid, args: list) -> None:
