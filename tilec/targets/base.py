@@ -1,0 +1,76 @@
+"""What every target is: a frozen record of facts about the machine, plus the one
+step every LLVM target shares, LLVM IR text -> assembly text.
+
+llvmlite is imported only inside the functions that need it, so importing
+tilec (for the interpreter, say) never loads LLVM.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+# LLVM's codegen optimization level (0-3) for every target machine we make.
+CODEGEN_OPT_LEVEL = 3
+
+
+@dataclass(frozen=True)
+class Target:
+    """One compilation target. Data only: code that needs a different value per
+    target reads a field here instead of testing the target's name."""
+
+    name: str  # unique across backends, e.g. "nvptx-sm_90"; part of cache keys
+    triple: str  # LLVM target triple
+    data_layout: str  # LLVM data layout string, as LLVM itself reports it
+    cpu: str  # LLVM CPU name, e.g. "sm_90a"
+    features: str  # LLVM feature string, e.g. "+ptx85"
+    warp_size: int  # threads that execute in lockstep (32 NVIDIA, 64 AMD CDNA)
+    default_shared_bytes: int  # shared memory per block without opting in
+    max_shared_bytes: int  # shared memory per block after opting in
+
+    def emit_assembly(self, llvm_ir: str) -> str:
+        """Assembly text (PTX for NVPTX) for the module in `llvm_ir`.
+
+        Raises RuntimeError when the text does not parse or verify. A fresh
+        module is parsed on every call because emission mutates the module.
+        """
+        llvm = _llvm()
+        module = llvm.parse_assembly(llvm_ir)
+        module.triple = self.triple
+        module.data_layout = self.data_layout
+        module.verify()
+        return target_machine(self).emit_assembly(module)
+
+
+def _llvm():
+    """llvmlite.binding with every target and asm printer registered (once)."""
+    import llvmlite.binding as llvm
+
+    _register_llvm_targets(llvm)
+    return llvm
+
+
+@functools.cache
+def _register_llvm_targets(llvm) -> None:
+    # llvmlite 0.50 deprecates llvm.initialize() (it raises), but targets and
+    # asm printers still have to be registered by hand.
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+@functools.cache
+def _machine(triple: str, cpu: str, features: str):
+    llvm = _llvm()
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=CODEGEN_OPT_LEVEL
+    )
+
+
+def target_machine(target: Target):
+    """The llvmlite TargetMachine for `target`, made once and reused (emission
+    mutates modules, not the machine)."""
+    return _machine(target.triple, target.cpu, target.features)
+
+
+def llvm_data_layout(triple: str, cpu: str, features: str) -> str:
+    """The data layout LLVM uses for this triple/cpu/features."""
+    return str(_machine(triple, cpu, features).target_data)

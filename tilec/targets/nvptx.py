@@ -1,0 +1,79 @@
+"""NVIDIA GPUs through LLVM's NVPTX backend: the per-arch facts and PTX emission.
+
+Checked with llvmlite 0.50 (LLVM 22.1); see /work/shared/FACTS.md.
+"""
+from __future__ import annotations
+
+import functools
+
+from tilec.targets.base import Target, llvm_data_layout
+
+TRIPLE = "nvptx64-nvidia-cuda"
+WARP_SIZE = 32
+MAX_THREADS_PER_BLOCK = 1024
+
+# PTX ISA 8.5 (CUDA 12.5): new enough for every sm_90/sm_90a instruction we
+# emit, old enough for any CUDA 12.5+ driver and ptxas to accept. A newer ISA
+# buys nothing on these archs and only narrows which drivers load the PTX.
+PTX_FEATURES = "+ptx85"
+
+# Static shared memory is capped at 48 KB per block; beyond that a kernel opts
+# in with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, up to the arch's
+# cudaDevAttrMaxSharedMemoryPerBlockOptin.
+DEFAULT_SHARED_BYTES = 48 * 1024
+MAX_SHARED_BYTES = {
+    "sm_80": 163 * 1024,  # A100: 166912
+    "sm_86": 99 * 1024,  # GA10x: 101376
+    "sm_89": 99 * 1024,  # AD10x: 101376
+    "sm_90": 227 * 1024,  # H100: 232448
+    "sm_90a": 227 * 1024,  # sm_90 plus wgmma/setmaxnreg (not forward compatible)
+}
+ARCHS = tuple(MAX_SHARED_BYTES)
+
+
+@functools.cache
+def nvptx_target(arch: str) -> Target:
+    """The Target for NVIDIA compute capability `arch` ("sm_80" ... "sm_90a").
+
+    Asks llvmlite for the data layout (so it always matches the LLVM doing the
+    emission); importing this module does not load llvmlite, calling this does.
+    """
+    if arch not in MAX_SHARED_BYTES:
+        raise ValueError(
+            f"unknown NVIDIA arch {arch!r}; tilec supports {', '.join(ARCHS)}"
+        )
+    return Target(
+        name=f"nvptx-{arch}",
+        triple=TRIPLE,
+        data_layout=llvm_data_layout(TRIPLE, arch, PTX_FEATURES),
+        cpu=arch,
+        features=PTX_FEATURES,
+        warp_size=WARP_SIZE,
+        default_shared_bytes=DEFAULT_SHARED_BYTES,
+        max_shared_bytes=MAX_SHARED_BYTES[arch],
+    )
+
+
+def emit_ptx(llvm_ir: str, arch: str) -> str:
+    """PTX text for the LLVM IR module `llvm_ir` compiled for `arch`.
+
+    Kernels are `define ptx_kernel void @name(...)`. Raises ValueError for an
+    unknown arch and RuntimeError for IR that does not parse or verify. An
+    intrinsic the arch lacks aborts the process ("Cannot select"): codegen must
+    never emit one.
+    """
+    return nvptx_target(arch).emit_assembly(llvm_ir)
+
+
+def launch_bounds_attrs(num_warps: int) -> dict[str, str]:
+    """Function attributes telling NVPTX the most threads a block of this kernel
+    has (`.maxntid` in PTX), which lets ptxas budget registers for it."""
+    if not isinstance(num_warps, int) or isinstance(num_warps, bool):
+        raise TypeError(f"num_warps must be an int, got {type(num_warps).__name__}")
+    threads = num_warps * WARP_SIZE
+    if not 0 < threads <= MAX_THREADS_PER_BLOCK:
+        raise ValueError(
+            f"num_warps={num_warps} gives {threads} threads per block; "
+            f"NVIDIA allows 1 to {MAX_THREADS_PER_BLOCK // WARP_SIZE} warps"
+        )
+    return {"nvvm.maxntid": str(threads)}
