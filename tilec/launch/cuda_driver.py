@@ -1,0 +1,299 @@
+"""The CUDA driver layer the NVIDIA backend launches through (cuda-python).
+
+Everything here is a thin, checked wrapper over the driver API:
+
+* ``driver()`` imports the bindings lazily and calls ``cuInit(0)`` once; no
+  package or no driver raises ``CudaUnavailable`` so callers can fall back to
+  the host;
+* ``check()`` turns a ``CUresult`` into ``CudaError``;
+* ``primary_context`` / ``load_ptx`` / ``get_function`` share the device's
+  primary context (the one torch uses) and cache modules per (device, PTX);
+* ``ArgPacker`` is built once per kernel signature and packs a launch's values
+  into one pre-built buffer plus a ``void**`` to its slots, so ``launch`` hands
+  ``cuLaunchKernel`` a plain address (≈5 µs/launch on H100, see FACTS.md).
+
+Importing this module does not import cuda-python; the first driver call does.
+Not thread-safe: launch from one thread per device (like the rest of tilec).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..errors import TilecError
+
+# Tried in order: cuda-python 12.x/13.x, then the pre-12.6 layout.
+BINDINGS = ("cuda.bindings.driver", "cuda.cuda")
+
+# Static shared memory per block without opting in (see targets/nvptx.py).
+DEFAULT_SHARED_BYTES = 48 * 1024
+
+
+class CudaUnavailable(TilecError):
+    """No usable CUDA here (package missing or no driver/device): run on the host instead."""
+
+
+class CudaError(TilecError):
+    """A CUDA driver call failed: ``code``/``name`` say how, ``what`` says doing what."""
+
+    def __init__(self, code: int, name: str, description: str, what: str):
+        self.code, self.name, self.description, self.what = code, name, description, what
+        detail = f" ({description})" if description and description != name else ""
+        super().__init__(f"{what}: {name}{detail}")
+
+
+# --- the bindings -----------------------------------------------------------
+_driver: Any = None
+
+
+def driver() -> Any:
+    """The cuda-python driver module, with ``cuInit(0)`` done (once per process)."""
+    global _driver
+    if _driver is None:
+        mod = _import_bindings()
+        (err,) = mod.cuInit(0)
+        if _code(err) != 0:
+            name, description = _describe(err, mod)
+            raise CudaUnavailable(f"no CUDA driver: {name} ({description}) from cuInit; "
+                                  "kernels can still run on the host with numpy arrays")
+        _driver = mod
+    return _driver
+
+
+def _import_bindings() -> Any:
+    for name in BINDINGS:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise CudaUnavailable("running on NVIDIA GPUs needs cuda-python: install tilec[cuda] "
+                          "(pip install cuda-python); kernels can still run on the host with numpy arrays")
+
+
+def _code(err: Any) -> int:
+    return int(getattr(err, "value", err))
+
+
+def _describe(err: Any, mod: Any = None) -> tuple[str, str]:
+    """(name, description) of a CUresult, asking the driver when it can."""
+    name = getattr(err, "name", None) or f"CUresult {_code(err)}"
+    description = ""
+    mod = mod if mod is not None else _driver
+    if mod is not None:
+        try:
+            e, text = mod.cuGetErrorName(err)
+            if _code(e) == 0 and text:
+                name = _text(text)
+            e, text = mod.cuGetErrorString(err)
+            if _code(e) == 0 and text:
+                description = _text(text)
+        except Exception:  # a broken or fake binding: keep the enum's own name
+            pass
+    return name, description
+
+
+def _text(s: Any) -> str:
+    return s.decode(errors="replace") if isinstance(s, (bytes, bytearray)) else str(s)
+
+
+def check(result: Sequence[Any], what: str) -> Any:
+    """Unwrap a driver call's ``(CUresult, *values)``: the value (or tuple of
+    values, or None), raising ``CudaError`` naming ``what`` on failure."""
+    err, *values = result
+    if _code(err) != 0:
+        name, description = _describe(err)
+        raise CudaError(_code(err), name, description, what)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+# --- devices and contexts ---------------------------------------------------
+_contexts: dict[int, Any] = {}
+
+
+def primary_context(device: int = 0) -> Any:
+    """The device's primary context (shared with torch), retained once and made current."""
+    drv = driver()
+    ctx = _contexts.get(device)
+    if ctx is None:
+        dev = check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+        ctx = check(drv.cuDevicePrimaryCtxRetain(dev), f"retaining the primary context of device {device}")
+        _contexts[device] = ctx
+    check(drv.cuCtxSetCurrent(ctx), f"making device {device}'s context current")
+    return ctx
+
+
+def device_count() -> int:
+    return check(driver().cuDeviceGetCount(), "cuDeviceGetCount")
+
+
+def device_name(device: int = 0) -> str:
+    drv = driver()
+    dev = check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+    return _text(check(drv.cuDeviceGetName(256, dev), f"name of device {device}")).split("\0", 1)[0]
+
+
+def compute_capability(device: int = 0) -> str:
+    """``"sm_90"`` for an H100: the arch to compile PTX for."""
+    drv = driver()
+    dev = check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+    attr = drv.CUdevice_attribute
+    major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                  f"compute capability of device {device}")
+    minor = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                  f"compute capability of device {device}")
+    return f"sm_{major}{minor}"
+
+
+# --- modules and functions --------------------------------------------------
+@dataclass(eq=False)
+class Kernel:
+    """A loaded ``CUfunction``: ``handle`` goes to ``cuLaunchKernel``, ``name`` into errors."""
+    handle: Any
+    name: str
+    device: int
+    dynamic_shared_limit: int = DEFAULT_SHARED_BYTES
+
+
+@dataclass(eq=False)
+class Module:
+    """A ``CUmodule`` loaded from PTX on one device; its kernels are cached by name."""
+    handle: Any
+    device: int
+    kernels: dict[str, Kernel] = field(default_factory=dict)
+
+
+_modules: dict[tuple[int, str], Module] = {}
+
+
+def load_ptx(ptx: str, device: int = 0) -> Module:
+    """Load PTX text on ``device`` (JIT-compiled by the driver), cached per (device, PTX)."""
+    key = (device, hashlib.sha256(ptx.encode()).hexdigest())
+    module = _modules.get(key)
+    if module is None:
+        primary_context(device)
+        image = ctypes.create_string_buffer(ptx.encode())  # NUL-terminated, as the driver requires
+        handle = check(driver().cuModuleLoadData(ctypes.addressof(image)),
+                       f"loading PTX on device {device} (cuModuleLoadData)")
+        module = _modules[key] = Module(handle, device)
+    return module
+
+
+def get_function(module: Module, name: str) -> Kernel:
+    """The kernel ``name`` of ``module`` (a ``CudaError`` CUDA_ERROR_NOT_FOUND if it has none)."""
+    kernel = module.kernels.get(name)
+    if kernel is None:
+        handle = check(driver().cuModuleGetFunction(module.handle, name.encode()),
+                       f"kernel `{name}`: cuModuleGetFunction")
+        kernel = module.kernels[name] = Kernel(handle, name, module.device)
+    return kernel
+
+
+def set_max_dynamic_shared(kernel: Kernel, nbytes: int) -> None:
+    """Let ``kernel`` launch with ``nbytes`` of dynamic shared memory; above 48 KB
+    the driver requires this opt-in (up to the arch's limit)."""
+    if nbytes <= kernel.dynamic_shared_limit:
+        return
+    drv = driver()
+    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check(drv.cuFuncSetAttribute(kernel.handle, attr, nbytes),
+          f"kernel `{kernel.name}`: allowing {nbytes} bytes of dynamic shared memory")
+    kernel.dynamic_shared_limit = nbytes
+
+
+# --- arguments --------------------------------------------------------------
+# struct codes for each scalar kind a kernel parameter can have; every value
+# gets its own 8-byte, 8-aligned slot (enough for any of them).
+ARG_FORMATS: dict[str, str] = {
+    "ptr": "Q", "i1": "?",
+    "i8": "b", "i16": "h", "i32": "i", "i64": "q",
+    "u8": "B", "u16": "H", "u32": "I", "u64": "Q",
+    "f16": "e", "f32": "f", "f64": "d",
+}
+_SLOT = 8
+
+
+def device_pointer(value: Any) -> int:
+    """The device address of a pointer argument: an int, a torch tensor, or
+    anything with ``__cuda_array_interface__``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    data_ptr = getattr(value, "data_ptr", None)
+    if callable(data_ptr):
+        return data_ptr()
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is not None:
+        return cai["data"][0]
+    raise TilecError(f"expected a device pointer (int, torch tensor or __cuda_array_interface__), "
+                     f"got {type(value).__name__}")
+
+
+class ArgPacker:
+    """Packs a launch's values for one signature (a list of kinds such as
+    ``["ptr", "ptr", "i32", "f32"]``) into a buffer built once, with a ``void**``
+    array of the slots' addresses that ``cuLaunchKernel`` reads.  ``pack`` writes
+    every value with one ``struct.pack_into``; reusing the buffer between launches
+    is safe because the driver copies the parameters when the launch is queued."""
+
+    def __init__(self, kinds: Sequence[str]):
+        unknown = [k for k in kinds if k not in ARG_FORMATS]
+        if unknown:
+            raise TilecError(f"kernel parameter kind {unknown[0]!r} cannot be passed to a CUDA kernel; "
+                             f"known kinds: {', '.join(ARG_FORMATS)}")
+        self.kinds = tuple(kinds)
+        self.format = "<" + "".join(f"{ARG_FORMATS[k]}{_SLOT - struct.calcsize('<' + ARG_FORMATS[k])}x"
+                                    for k in self.kinds)
+        n = len(self.kinds)
+        self.buffer = (ctypes.c_uint64 * max(n, 1))()  # c_uint64 makes every slot 8-aligned
+        base = ctypes.addressof(self.buffer)
+        self.params = (ctypes.c_void_p * max(n, 1))(*(base + _SLOT * i for i in range(n)))
+        self.address = ctypes.addressof(self.params) if n else 0  # kernelParams (void**); NULL for none
+        self._pointers = tuple(i for i, k in enumerate(self.kinds) if k == "ptr")
+
+    def pack(self, values: Sequence[Any]) -> int:
+        """Write ``values`` into the slots; returns the ``void**`` address to launch with."""
+        if len(values) != len(self.kinds):
+            raise TilecError(f"kernel takes {len(self.kinds)} arguments ({', '.join(self.kinds)}), "
+                             f"got {len(values)}")
+        if self._pointers:
+            values = list(values)
+            for i in self._pointers:
+                v = values[i]
+                if type(v) is not int:
+                    values[i] = device_pointer(v)
+        try:
+            struct.pack_into(self.format, self.buffer, 0, *values)
+        except (struct.error, OverflowError, TypeError):
+            self._explain(values)
+            raise
+        return self.address
+
+    def _explain(self, values: Sequence[Any]) -> None:
+        for i, (kind, value) in enumerate(zip(self.kinds, values)):
+            try:
+                struct.pack("<" + ARG_FORMATS[kind], value)
+            except (struct.error, OverflowError, TypeError) as e:
+                raise TilecError(f"argument {i} ({kind}): cannot pass {value!r}: {e}") from None
+
+    def unpack(self) -> tuple:
+        """The values now in the slots (for tests and debugging)."""
+        return struct.unpack_from(self.format, self.buffer, 0)
+
+
+def launch(kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+           shared_bytes: int, stream: Any, packer: ArgPacker, values: Sequence[Any]) -> None:
+    """Queue ``kernel`` on ``stream`` (an int handle, e.g. torch's ``cuda_stream``;
+    0 is the legacy default stream) with ``values`` packed by ``packer``."""
+    params = packer.pack(values)
+    err, = driver().cuLaunchKernel(kernel.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                   shared_bytes, stream, params, 0)
+    if _code(err) != 0:
+        name, description = _describe(err)
+        raise CudaError(_code(err), name, description,
+                        f"kernel `{kernel.name}`: launching grid {tuple(grid)} x block {tuple(block)} "
+                        f"with {shared_bytes} bytes of shared memory")
