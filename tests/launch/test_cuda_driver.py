@@ -282,11 +282,17 @@ def test_launch_cost_of_an_empty_kernel(gpu_module):
         cd.launch(empty, grid, block, 0, stream, packer, values)
     torch.cuda.synchronize()
     timings = {}
-    for label, vals in (("torch tensors", values), ("int pointers", ptrs)):
+    drv, handle, cu_stream, address = cd.driver(), empty.handle, cd._stream(stream), packer.pack(ptrs)
+    ways = {
+        "torch tensors": lambda: cd.launch(empty, grid, block, 0, stream, packer, values),
+        "int pointers": lambda: cd.launch(empty, grid, block, 0, stream, packer, ptrs),
+        "bare cuLaunchKernel": lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 128, 1, 1, 0, cu_stream, address, 0),
+    }
+    for label, way in ways.items():
         samples = []
         for _ in range(1000):
             t0 = time.perf_counter_ns()
-            cd.launch(empty, grid, block, 0, stream, packer, vals)
+            way()
             samples.append(time.perf_counter_ns() - t0)
         torch.cuda.synchronize()
         timings[label] = statistics.median(samples) / 1000

@@ -248,6 +248,7 @@ class ArgPacker:
         self.kinds = tuple(kinds)
         self.format = "<" + "".join(f"{ARG_FORMATS[k]}{_SLOT - struct.calcsize('<' + ARG_FORMATS[k])}x"
                                     for k in self.kinds)
+        self._pack_into = struct.Struct(self.format).pack_into
         n = len(self.kinds)
         self.buffer = (ctypes.c_uint64 * max(n, 1))()  # c_uint64 makes every slot 8-aligned
         base = ctypes.addressof(self.buffer)
@@ -267,7 +268,7 @@ class ArgPacker:
                 if type(v) is not int:
                     values[i] = device_pointer(v)
         try:
-            struct.pack_into(self.format, self.buffer, 0, *values)
+            self._pack_into(self.buffer, 0, *values)
         except (struct.error, OverflowError, TypeError):
             self._explain(values)
             raise
@@ -285,12 +286,30 @@ class ArgPacker:
         return struct.unpack_from(self.format, self.buffer, 0)
 
 
+_streams: dict[int, Any] = {}
+
+
+def _stream(handle: int) -> Any:
+    """The ``CUstream`` for an int handle, cached: the bindings convert an int
+    on every call (≈0.6 µs), a ``CUstream`` they take as it is."""
+    stream = _streams.get(handle)
+    if stream is None:
+        if len(_streams) > 1024:  # streams come and go; never let this grow without bound
+            _streams.clear()
+        stream = _streams[handle] = driver().CUstream(handle)
+    return stream
+
+
 def launch(kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
            shared_bytes: int, stream: Any, packer: ArgPacker, values: Sequence[Any]) -> None:
-    """Queue ``kernel`` on ``stream`` (an int handle, e.g. torch's ``cuda_stream``;
-    0 is the legacy default stream) with ``values`` packed by ``packer``."""
+    """Queue ``kernel`` on ``stream`` (a ``CUstream``, or an int handle such as
+    torch's ``current_stream().cuda_stream``; 0 is the legacy default stream)
+    with ``values`` packed by ``packer``.  ``kernel`` came from ``get_function``,
+    so the driver is loaded and the device's context is current."""
     params = packer.pack(values)
-    err, = driver().cuLaunchKernel(kernel.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+    if type(stream) is int:
+        stream = _stream(stream)
+    err, = _driver.cuLaunchKernel(kernel.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                    shared_bytes, stream, params, 0)
     if _code(err) != 0:
         name, description = _describe(err)
