@@ -241,6 +241,7 @@ def expressions(draw):
     fn_block = ir.Block()
     i = fn_block.add_arg(ir.i32, "i")
     j = fn_block.add_arg(ir.i32, "j")
+    p = fn_block.add_arg(ir.PointerType(ir.f32), "p")
     b = Builder(fn_block)
     pools: dict[tuple, list] = {(N,): [], (N, N): []}
     masks: dict[tuple, list] = {(N,): [], (N, N): []}
@@ -261,7 +262,7 @@ def expressions(draw):
         shape = draw(st.sampled_from([(N,), (N,), (N, N)])) if pools[(N, N)] else (N,)
         pool = pools[shape]
         what = draw(st.sampled_from(["add", "sub", "mulc", "divc", "remc", "cmp", "select", "andor",
-                                     "to2d", "leaf", "permute"]))
+                                     "to2d", "leaf", "permute", "addptr", "cast"]))
         x, y = draw(st.sampled_from(pool)), draw(st.sampled_from(pool))
         if what in ("add", "sub"):
             pool.append(b.value(ir.Add if what == "add" else ir.Sub, lhs=x, rhs=y))
@@ -287,11 +288,18 @@ def expressions(draw):
             pool.append(b.value(ir.Permute, src=x, order=(1, 0)))
         elif what == "leaf" and shape == (N,):
             pool.append(leaf())
+        elif what == "addptr":
+            b.value(ir.AddPtr, ptr=b.value(ir.Splat, src=p, shape=shape), offset=x)
+        elif what == "cast":
+            b.value(ir.Cast, src=x, to=draw(st.sampled_from([ir.i64, ir.u32, ir.i16, ir.u64])))
     i_div = draw(st.sampled_from([1, 16]))
-    fn = Function("e", fn_block, ["i", "j"], [{"divisibility": i_div} if i_div > 1 else {}, {}])
+    p_div = draw(st.sampled_from([4, 16]))
+    fn = Function("e", fn_block, ["i", "j", "p"],
+                  [{"divisibility": i_div} if i_div > 1 else {}, {}, {"divisibility": p_div} if p_div > 4 else {}])
     iv = draw(st.integers(-64, 64)) * i_div
     jv = draw(st.integers(-1000, 1000))
-    return fn, {i: np.int32(iv), j: np.int32(jv)}
+    pv = draw(st.integers(2**20, 2**21)) * p_div
+    return fn, {i: np.int32(iv), j: np.int32(jv), p: np.int64(pv)}
 
 
 def _evaluate(fn: Function, args: dict) -> dict:
@@ -302,8 +310,9 @@ def _evaluate(fn: Function, args: dict) -> dict:
     return env
 
 
-def _check_sound(name: str, x: np.ndarray, info: AxisInfo) -> None:
-    x = np.asarray(x, dtype=np.int64)
+def _check_sound(name: str, x: np.ndarray, info: AxisInfo, step: int = 1) -> None:
+    """``info`` holds of ``x``; a run steps by ``step`` (a pointer's element size)."""
+    x = np.asarray(x).astype(np.int64)
     if x.ndim == 0:
         x = x.reshape(1)
     for d in range(x.ndim):
@@ -311,7 +320,7 @@ def _check_sound(name: str, x: np.ndarray, info: AxisInfo) -> None:
         xs = np.moveaxis(x, d, -1)
         n = xs.shape[-1]
         runs = xs.reshape(xs.shape[:-1] + (n // c, c))
-        assert ((np.diff(runs, axis=-1) % 2**32) == 1).all(), f"{name}: contiguity {c} on dim {d}: {xs}"
+        assert ((np.diff(runs, axis=-1) % 2**32) == step).all(), f"{name}: contiguity {c} on dim {d}: {xs}"
         assert (runs[..., 0] % v == 0).all(), f"{name}: divisibility {v} on dim {d}: {xs}"
         blocks = xs.reshape(xs.shape[:-1] + (n // s, s))
         assert (blocks == blocks[..., :1]).all(), f"{name}: constancy {s} on dim {d}: {xs}"
@@ -322,10 +331,12 @@ def _check_sound(name: str, x: np.ndarray, info: AxisInfo) -> None:
 def test_analysis_is_sound(case):
     fn, args = case
     env = _evaluate(fn, args)
-    assume(all(np.abs(np.asarray(x, dtype=np.int64)).max() < 2**24 for x in env.values()))
+    assume(all(np.abs(np.asarray(env[v]).astype(np.int64)).max() < 2**24
+               for v in env if not ir.is_pointer(v.type)))
     got = analyze_axes(fn)
     for v, val in env.items():
-        _check_sound(repr(v), val, got[v])
+        step = ir.elem_type(v.type).elem.bytes if ir.is_pointer(v.type) else 1
+        _check_sound(repr(v), val, got[v], step)
 
 
 def test_soundness_checker_catches_a_wrong_claim():
