@@ -222,6 +222,29 @@ func @loop(%p: ptr<f32> {divisibility = 16}, %n: i32) {
     assert got["out"] == A([32], [16], [1])
 
 
+def test_loop_carried_values_meet_init_and_yield():
+    got = infos("""\
+func @loop(%n: i32, %one: i32) {
+  %lo = constant {value = 0, type = i32} : i32
+  %step = constant {value = 1, type = i32} : i32
+  %r = arange {start = 0, end = 32} : tile<32xi32>
+  %c = constant {value = 1, type = tile<32xi32>} : tile<32xi32>
+  %k = constant {value = 64, type = tile<32xi32>} : tile<32xi32>
+  %a, %b = for %lo, %n, %step, [%r, %r] : tile<32xi32>, tile<32xi32> {
+  ^(%iv: i32, %x: tile<32xi32>, %y: tile<32xi32>):
+    %x1 = add %x, %c : tile<32xi32>
+    %y1 = add %y, %k : tile<32xi32>
+    yield [%x1, %y1]
+  }
+}
+""")
+    assert got["iv"] == A([1], [1], [1])
+    assert got["x"] == A([32], [1], [1])        # r, r+1, r+2, ...: runs, unaligned
+    assert got["a"] == A([32], [1], [1])
+    assert got["y"] == A([32], [64], [1])       # r + 64*i stays 64-aligned
+    assert got["b"] == A([32], [64], [1])
+
+
 # --------------------------------------------------------------------------- #
 # Soundness on random integer expressions
 # --------------------------------------------------------------------------- #
