@@ -1,6 +1,6 @@
 """NVIDIA GPUs through LLVM's NVPTX backend: the per-arch facts and PTX emission.
 
-Checked with llvmlite 0.50 (LLVM 22.1); see /work/shared/FACTS.md.
+Checked with llvmlite 0.50 (LLVM 22.1); see the project's shared FACTS.md and docs/internals.md.
 """
 from __future__ import annotations
 
