@@ -25,15 +25,17 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..ir.types import PointerType, ScalarType, Type, bf16, f32, i1, i32, i64, u64
+from ..ir.types import (
+    PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64, u8, u16, u32, u64,
+)
 
 DIVISIBLE_16 = (("divisibility", 16),)
 
 # numpy (and torch, ml_dtypes) dtype names -> IR element types.
 ELEM_TYPES = {
-    "bool": i1, "int8": ScalarType("i8"), "int16": ScalarType("i16"), "int32": i32, "int64": i64,
-    "uint8": ScalarType("u8"), "uint16": ScalarType("u16"), "uint32": ScalarType("u32"), "uint64": u64,
-    "float16": ScalarType("f16"), "bfloat16": bf16, "float32": f32, "float64": ScalarType("f64"),
+    "bool": i1, "int8": i8, "int16": i16, "int32": i32, "int64": i64,
+    "uint8": u8, "uint16": u16, "uint32": u32, "uint64": u64,
+    "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
 }
 _NUMPY_SCALAR = {t: np.dtype(n).type for n, t in ELEM_TYPES.items() if n != "bfloat16"}
 
