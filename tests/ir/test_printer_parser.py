@@ -174,7 +174,19 @@ func @located(%n: i32, %x: tile<8x5xf32>) {
 }
 """
 
-GOLDEN = {"memory": MEMORY, "math": MATH, "shapes": SHAPES, "control": CONTROL, "located": LOCATED}
+LAYOUTS = """\
+func @layouts(%x: tile<16x8xf32, blocked<[1, 4], [16, 2], [1, 4], [1, 0]>>) {
+  %s = reduce [%x] {axis = 1} : tile<16xf32, slice<1, blocked<[1, 4], [16, 2], [1, 4], [1, 0]>>> {
+  ^(%a: f32, %b: f32):
+    %c = add %a, %b : f32
+    yield [%c]
+  }
+  %t = convert_layout %s {layout = blocked<[1], [32], [4], [0]>} : tile<16xf32, blocked<[1], [32], [4], [0]>>
+}
+"""
+
+GOLDEN = {"memory": MEMORY, "math": MATH, "shapes": SHAPES, "control": CONTROL, "located": LOCATED,
+          "layouts": LAYOUTS}
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
@@ -251,7 +263,7 @@ BAD_TEXTS = [
     ("  %b = arange {start = 0} : tile<4xi32>\n}\n", 2, 8, "`arange` needs attribute(s) end"),
     ("  %b = add %a, %a : f33\n}\n", 2, 21, "unknown type `f33`"),
     ("  %b = splat %a {shape = (4,)} : tile<0xf32>\n}\n", 2, 39, "bad tile dimensions in `0xf32`"),
-    ("  %b = splat %a {shape = (4,)} : tile<4xf32, blocked>\n}\n", 2, 44, "tile layouts cannot be parsed yet"),
+    ("  %b = splat %a {shape = (4,)} : tile<4xf32, tiled>\n}\n", 2, 46, "unknown layout `tiled`"),
     ("  print [%a] {prefix = \"oops}\n}\n", 2, 24, "unterminated string"),
     ("  %b = add %a, %a : f32 $\n}\n", 2, 25, "unexpected character '$'"),
     ("  %a = neg %a : f32\n}\n", 2, 3, "value %a is defined twice"),

@@ -320,6 +320,6 @@ def _addptr(op, vals):
     return [ptr + np.multiply(offset, size, dtype=np.int64)]
 
 
-@evaluates(ir.Assume)
-def _assume(op, vals):
+@evaluates(ir.Assume, ir.ConvertLayout)
+def _identity(op, vals):
     return [vals[0]]

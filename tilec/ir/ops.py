@@ -806,6 +806,25 @@ class Assume(Op):
         _require(self, len(self.values) == max(1, len(shape_of(self.src.type))), "one value per dimension")
 
 
+@dataclass(eq=False, kw_only=True)
+class ConvertLayout(Op):
+    """``src`` unchanged, held in ``layout`` instead (target lowering inserts it
+    where two layouts meet; the codegen moves the elements between threads)."""
+
+    NAME = "convert_layout"
+    src: Value = operand()
+    layout: Any = attr()
+
+    def infer_types(self):
+        t = self.src.type
+        return [TileType(t.shape, t.elem, self.layout)]
+
+    def verify(self):
+        _require(self, isinstance(self.src.type, TileType), "operand must be a tile")
+        _require(self, self.layout is not None and self.layout.rank == len(self.src.type.shape),
+                 f"layout {self.layout} does not fit {self.src.type}")
+
+
 def all_op_classes() -> dict[str, type]:
     """Every concrete op class by its ``NAME``."""
     out: dict[str, type] = {}

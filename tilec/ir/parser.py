@@ -21,6 +21,7 @@ from typing import Any, NoReturn, Optional
 
 from .core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value
 from .ops import all_op_classes
+from .layouts import Blocked, Layout, Slice
 from .types import SCALAR_TYPES, PointerType, ScalarType, TileType, Type
 
 
@@ -390,6 +391,8 @@ class _Parser:
             return _WORD_CONSTANTS[tok.text]
         if tok.text in SCALAR_TYPES or tok.text in ("ptr", "tile"):
             return self.type()
+        if tok.text in ("blocked", "slice"):
+            return self.layout()
         return self.number()
 
     def string(self) -> str:
@@ -448,10 +451,31 @@ class _Parser:
         if not dims or any(d <= 0 for d in dims):
             self.fail(f"bad tile dimensions in `{tok.text}`", tok)
         elem = self.elem_type_rest("x".join(pieces[len(dims):]), tok)
-        if self.at(","):
-            self.fail("tile layouts cannot be parsed yet")
+        layout = self.layout() if self.accept(",") else None
         self.expect(">")
-        return TileType(tuple(dims), elem)
+        return TileType(tuple(dims), elem, layout)
+
+    def layout(self) -> Layout:
+        """``blocked<[spt], [tpw], [wpc], [order]>`` or ``slice<dim, layout>``."""
+        tok = self.expect_kind("word", "a layout (`blocked<...>` or `slice<...>`)")
+        if tok.text not in ("blocked", "slice"):
+            self.fail(f"unknown layout `{tok.text}`", tok)
+        self.expect("<")
+        if tok.text == "slice":
+            dim = self.int_word()
+            self.expect(",")
+            parent = self.layout()
+            self.expect(">")
+            return Slice(parent, dim)
+        fields = self.comma_list(self.int_list, ">")
+        try:
+            return Blocked(*fields)
+        except (TypeError, ValueError) as e:
+            self.fail(f"bad blocked layout: {e}", tok)
+
+    def int_list(self) -> tuple[int, ...]:
+        self.expect("[")
+        return tuple(self.comma_list(self.int_word, "]"))
 
 
 _WORD_CONSTANTS = {"true": True, "false": False, "none": None}

@@ -138,8 +138,13 @@ def with_shape(elem: ElemType, shape: tuple[int, ...]) -> Type:
 
 
 def with_elem(t: Type, elem: ElemType) -> Type:
-    """``t`` with its element type replaced (shape kept)."""
-    return with_shape(elem, shape_of(t))
+    """``t`` with its element type replaced (shape and layout kept)."""
+    return t.with_elem(elem) if isinstance(t, TileType) else elem
+
+
+def without_layout(t: Type) -> Type:
+    """``t`` as it was before target lowering gave it a layout."""
+    return TileType(t.shape, t.elem) if isinstance(t, TileType) and t.layout is not None else t
 
 
 def is_pointer(t: Type) -> bool:

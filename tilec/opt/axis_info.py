@@ -289,6 +289,12 @@ def _permute(a: _Analysis, op: ir.Permute):
                  [src.constancy[i] for i in op.order])
 
 
+@rule(ir.ConvertLayout)
+def _convert_layout(a: _Analysis, op: ir.ConvertLayout):
+    _keep_facts(a, op.src, op.result)
+    return a.get(op.src)  # the same values, held by other threads
+
+
 @rule(ir.Assume)
 def _assume(a: _Analysis, op: ir.Assume):
     _keep_facts(a, op.src, op.result)
