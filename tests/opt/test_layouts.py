@@ -1,0 +1,174 @@
+"""Target lowering's layout assignment: golden texts for the decisions that
+matter (coalesced vectors, slices through reduce/expand_dims, loop-carried
+layouts) and a property: every random kernel keeps its results."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from opt.golden import apply_pass
+from opt.random_kernels import kernel_cases, same_results
+
+from tilec import ir
+from tilec.ir.layouts import Blocked, Slice, blocked_layout, num_registers, register_offsets
+from tilec.ir.verify import verify_function
+from tilec.opt.layouts import assign_layouts
+
+
+def four_warps(fn):
+    return assign_layouts(fn, num_warps=4)
+
+
+def layouts_of(text: str) -> dict[str, str]:
+    """Value name -> its type, from printed IR (``%name = ... : type``)."""
+    out = {}
+    for line in text.splitlines():
+        if " = " in line and " : " in line and line.strip().startswith("%"):
+            out[line.split(" = ")[0].strip()] = line.rsplit(" : ", 1)[1].strip().removesuffix(" {")
+    return out
+
+
+COPY = """\
+func @copy(%src: ptr<f32> {divisibility = 16}, %dst: ptr<f32> {divisibility = 16}) {
+  %i = arange {start = 0, end = 1024} : tile<1024xi32>
+  %p = splat %src {shape = (1024,)} : tile<1024xptr<f32>>
+  %q = addptr %p, %i : tile<1024xptr<f32>>
+  %x = load %q, _, _ : tile<1024xf32>
+  %r = splat %dst {shape = (1024,)} : tile<1024xptr<f32>>
+  %s = addptr %r, %i : tile<1024xptr<f32>>
+  store %s, %x, _
+}
+"""
+
+
+def test_aligned_contiguous_access_gets_16_byte_vectors():
+    got = layouts_of(apply_pass(four_warps, COPY))
+    assert got["%x"] == "tile<1024xf32, blocked<[4], [32], [4], [0]>>"
+    assert len(set(got.values()) - {"i32"}) == 3  # i32, ptr and f32 tiles, one layout
+
+
+def test_unaligned_access_gets_one_element_per_thread():
+    got = layouts_of(apply_pass(four_warps, COPY.replace(" {divisibility = 16}", "")))
+    assert got["%x"] == "tile<1024xf32, blocked<[1], [32], [4], [0]>>"
+
+
+ROWS = """\
+func @rows(%src: ptr<f32> {divisibility = 16}, %out: ptr<f32> {divisibility = 16}) {
+  %i = arange {start = 0, end = 16} : tile<16xi32>
+  %j = arange {start = 0, end = 64} : tile<64xi32>
+  %ic = expand_dims %i {axis = 1} : tile<16x1xi32>
+  %c64 = constant {value = 64, type = tile<16x1xi32>} : tile<16x1xi32>
+  %row = mul %ic, %c64 : tile<16x1xi32>
+  %jr = expand_dims %j {axis = 0} : tile<1x64xi32>
+  %rowb = broadcast %row {shape = (16, 64)} : tile<16x64xi32>
+  %jb = broadcast %jr {shape = (16, 64)} : tile<16x64xi32>
+  %off = add %rowb, %jb : tile<16x64xi32>
+  %p = splat %src {shape = (16, 64)} : tile<16x64xptr<f32>>
+  %q = addptr %p, %off : tile<16x64xptr<f32>>
+  %x = load %q, _, _ : tile<16x64xf32>
+  %s = reduce [%x] {axis = 1} : tile<16xf32> {
+  ^(%a: f32, %b: f32):
+    %c = add %a, %b : f32
+    yield [%c]
+  }
+  %o = splat %out {shape = (16,)} : tile<16xptr<f32>>
+  %oq = addptr %o, %i : tile<16xptr<f32>>
+  store %oq, %s, _
+}
+"""
+
+
+def test_reduce_gives_a_slice_and_aranges_are_made_where_expand_dims_wants_them():
+    got = layouts_of(apply_pass(four_warps, ROWS))
+    parent = "blocked<[1, 4], [2, 16], [4, 1], [1, 0]>"
+    assert got["%x"] == f"tile<16x64xf32, {parent}>"
+    assert got["%j"] == f"tile<64xi32, slice<0, {parent}>>"
+    assert got["%row"] == f"tile<16x1xi32, {parent}>"
+    assert got["%s"] == f"tile<16xf32, slice<1, {parent}>>"
+    text = apply_pass(four_warps, ROWS)
+    assert "convert_layout %s" in text  # the store wants the 1-D tile coalesced
+
+
+LOOP = """\
+func @loop(%n: i32, %src: ptr<f32> {divisibility = 16}) {
+  %z = constant {value = 0.0, type = tile<256xf32>} : tile<256xf32>
+  %zero = constant {value = 0, type = i32} : i32
+  %one = constant {value = 1, type = i32} : i32
+  %i = arange {start = 0, end = 256} : tile<256xi32>
+  %p = splat %src {shape = (256,)} : tile<256xptr<f32>>
+  %q = addptr %p, %i : tile<256xptr<f32>>
+  %acc = for %zero, %n, %one, [%z] : tile<256xf32> {
+  ^(%k: i32, %a: tile<256xf32>):
+    %x = load %q, _, _ : tile<256xf32>
+    %b = add %a, %x : tile<256xf32>
+    yield [%b]
+  }
+  store %q, %acc, _
+}
+"""
+
+
+def test_loop_carried_values_keep_one_layout_without_conversions():
+    text = apply_pass(four_warps, LOOP)
+    got = layouts_of(text)
+    want = "tile<256xf32, blocked<[2], [32], [4], [0]>>"
+    assert got["%z"] == got["%acc"] == got["%b"] == want
+    assert "convert_layout" not in text
+
+
+def test_scan_holds_its_axis_in_each_thread():
+    text = apply_pass(four_warps, """\
+func @scan(%x: tile<8x32xi32>) {
+  %s = scan [%x] {axis = 1} : tile<8x32xi32> {
+  ^(%a: i32, %b: i32):
+    %c = add %a, %b : i32
+    yield [%c]
+  }
+}
+""")
+    layout = layouts_of(text)["%s"]
+    assert layout.startswith("tile<8x32xi32, blocked<[1, 32], ")
+
+
+def test_non_power_of_two_tiles_are_refused():
+    fn = ir.parser.parse_function("func @k(%x: tile<6xf32>) {\n  %y = add %x, %x : tile<6xf32>\n}\n")
+    with pytest.raises(ir.VerifyError, match="powers of two"):
+        assign_layouts(fn, 4)
+
+
+# --- the layouts themselves -------------------------------------------------------
+
+def test_blocked_layout_registers_cover_every_element_once_per_owner():
+    for shape, order, vec in [((1024,), (0,), 4), ((16, 64), (1, 0), 4), ((64, 16), (0, 1), 2), ((2, 4), (1, 0), 4)]:
+        layout = blocked_layout(shape, order, vec, num_warps=4)
+        covered = set()
+        plans = layout.dim_plans(shape)
+        for offs in register_offsets(layout, shape):
+            for d, o in enumerate(offs):
+                assert 0 <= o < shape[d]
+            covered.add(offs)
+        assert len(covered) == num_registers(layout, shape)
+        distinct_threads = math.prod(p.lanes * p.warps for p in plans)
+        assert distinct_threads * num_registers(layout, shape) == math.prod(shape)
+
+
+def test_slice_registers_are_the_parents_with_the_dim_dropped():
+    parent = Blocked((1, 4), (2, 16), (4, 1), (1, 0))
+    assert register_offsets(Slice(parent, 1), (16,)) == [(0,), (8,)]
+    assert register_offsets(Slice(parent, 0), (64,)) == [(0,), (1,), (2,), (3,)]
+
+
+# --- property -----------------------------------------------------------------------
+
+@settings(max_examples=30, deadline=None)
+@given(kernel_cases())
+def test_layouts_preserve_results(case):
+    want = case.run(case.fn)
+    try:
+        lowered = assign_layouts(case.fn, num_warps=2)
+    except ir.VerifyError as e:
+        assert "powers of two" in str(e)
+        return
+    verify_function(lowered)
+    assert same_results(case.run(lowered), want)

@@ -1,0 +1,353 @@
+"""Target lowering: give every tile a layout (``tilec.ir.layouts``), inserting
+``convert_layout`` where two layouts meet.
+
+Three steps:
+
+1. *Preferred layouts*, one per tile shape, from the memory accesses of that
+   shape: the axis analysis says along which dim the addresses run and how
+   many consecutive elements a thread may move as one 16-byte vector; the
+   layout gives each thread that many along that dim and neighbouring lanes
+   the neighbouring vectors, so a warp's accesses coalesce.  A shape no
+   access uses gets a plain row-major one.
+2. *Wanted layouts*, walking backwards: a value takes the layout its first
+   user will need (an ``arange`` that ``expand_dims`` makes a column wants
+   the slice of the 2-D layout, a tile a ``broadcast`` widens wants the
+   broadcast's layout), so most values are made where they are needed.
+3. *Assignment*, walking forwards: each op's rule picks its results' layouts
+   from its operands' (a reduction leaves a slice of its operand's layout,
+   ``expand_dims`` of a slice gives the parent back) or from 1/2, and
+   converts any operand that arrives in another layout.  Loop-carried values
+   keep their initial value's layout.
+
+Ops whose codegen moves elements through shared memory anyway (``dot``,
+``reshape``, ``permute``, ``join``, ``split``) take operands in any layout;
+``scan`` wants its whole axis inside each thread.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+from .. import ir
+from ..ir.core import Block, Function, Op, Value, clone_op
+from ..ir.layouts import Blocked, Layout, Slice, blocked_layout
+from ..ir.types import TileType, elem_type, shape_of
+from .axis_info import analyze_axes, vector_width
+
+# The widest access one thread makes, in bytes (ld.global.v4.b32).
+MAX_VECTOR_BYTES = 16
+
+MEMORY_OPS = (ir.Load, ir.Store, ir.AtomicRMW, ir.AtomicCAS)
+# Ops whose codegen goes through shared memory: any operand layout will do.
+SHARED_MEMORY_OPS = (ir.Dot, ir.Reshape, ir.Permute, ir.Join, ir.Split)
+
+
+def assign_layouts(fn: Function, num_warps: int, warp_size: int = 32) -> Function:
+    """A copy of ``fn`` in which every tile type has a layout for ``num_warps``
+    warps of ``warp_size`` threads."""
+    for op in ir.walk(fn.body):
+        for v in op.results:
+            _check_power_of_two(op, v)
+    prefs = _PreferredLayouts(fn, num_warps, warp_size)
+    wants = _wanted_layouts(fn, prefs)
+    assigner = _Assigner(prefs, wants)
+    body = assigner.block(fn.body, [a.type for a in fn.body.args])
+    return Function(fn.name, body, list(fn.arg_names), [dict(a) for a in fn.arg_attrs], fn.loc)
+
+
+def _check_power_of_two(op: Op, v: Value) -> None:
+    bad = [d for d in shape_of(v.type) if d & (d - 1)]
+    if bad:
+        raise ir.VerifyError(f"{op.loc}: {op.NAME}: tile dims must be powers of two on a GPU, got {v.type}")
+
+
+# --------------------------------------------------------------------------- #
+# 1. One preferred layout per shape
+# --------------------------------------------------------------------------- #
+
+class _PreferredLayouts:
+    """``prefs[shape]``: the layout tiles of ``shape`` get unless something says otherwise."""
+
+    def __init__(self, fn: Function, num_warps: int, warp_size: int):
+        self.num_warps, self.warp_size = num_warps, warp_size
+        self.by_shape: dict[tuple, Blocked] = {}
+        axes = analyze_axes(fn)
+        wishes: dict[tuple, tuple] = {}
+        for op in ir.walk(fn.body):
+            if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
+                order, vector = _access_shape(op.ptr, axes)
+                shape = op.ptr.type.shape
+                first = wishes.setdefault(shape, (order, vector))
+                wishes[shape] = (first[0], max(first[1], vector))
+        for shape, (order, vector) in wishes.items():
+            self.by_shape[shape] = blocked_layout(shape, order, vector, num_warps, warp_size)
+
+    def __getitem__(self, shape: tuple) -> Blocked:
+        got = self.by_shape.get(shape)
+        if got is None:
+            order = tuple(reversed(range(len(shape))))
+            got = self.by_shape[shape] = blocked_layout(shape, order, 4, self.num_warps, self.warp_size)
+        return got
+
+
+def _access_shape(ptr: Value, axes: dict) -> tuple[tuple[int, ...], int]:
+    """(dims fastest first, elements per vector) for a tile of pointers: the
+    dim with the longest contiguous runs first (the last dim on a tie)."""
+    info = axes[ptr]
+    rank = info.rank
+    order = tuple(sorted(range(rank), key=lambda d: (-info.contiguity[d], -d)))
+    elem_bytes = elem_type(ptr.type).elem.bytes
+    return order, vector_width(info, elem_bytes, order[0], MAX_VECTOR_BYTES)
+
+
+# --------------------------------------------------------------------------- #
+# 2. What each value's users want
+# --------------------------------------------------------------------------- #
+
+def _wanted_layouts(fn: Function, prefs: _PreferredLayouts) -> dict[Value, Layout]:
+    """For values whose users agree on a layout, that layout (first user wins)."""
+    wants: dict[Value, Layout] = {}
+
+    def want_of(v: Value) -> Optional[Layout]:
+        if not isinstance(v.type, TileType):
+            return None
+        return wants.get(v) or prefs[v.type.shape]
+
+    def visit(block: Block, parent: Optional[Op]) -> None:
+        for op in reversed(block.ops):
+            for region in reversed(op.regions):
+                visit(region, op)
+            for operand, layout in _demands(op, parent, want_of, prefs):
+                if layout is not None and operand not in wants and isinstance(operand.type, TileType):
+                    wants[operand] = layout
+
+    visit(fn.body, None)
+    return wants
+
+
+def _demands(op: Op, parent: Optional[Op], want_of: Callable,
+             prefs: _PreferredLayouts) -> list[tuple[Value, Optional[Layout]]]:
+    """(operand, the layout ``op`` would like it in) pairs."""
+    if isinstance(op, ir.ExpandDims):
+        return [(op.src, Slice(want_of(op.result), op.axis))] if isinstance(op.src.type, TileType) else []
+    if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
+        return [(v, prefs[op.ptr.type.shape]) for v in op.operands]
+    if _is_elementwise(op) and isinstance(op.results[0].type, TileType):
+        return [(v, want_of(op.results[0])) for v in op.operands]
+    if isinstance(op, ir.Yield) and isinstance(parent, ir.For):
+        return [(v, want_of(r)) for v, r in zip(op.values, parent.body.args[1:])]
+    if isinstance(op, ir.For):
+        return [(v, want_of(a)) for v, a in zip(op.inits, op.body.args[1:])]
+    return []
+
+
+def _is_elementwise(op: Op) -> bool:
+    """Ops whose tile operands and results share one layout."""
+    return isinstance(op, (ir.UnaryOp, ir.BinaryOp, ir.Fma, ir.Select, ir.Cast, ir.Bitcast, ir.AddPtr,
+                           ir.Assume, ir.Broadcast))
+
+
+# --------------------------------------------------------------------------- #
+# 3. Assignment
+# --------------------------------------------------------------------------- #
+
+class _Assigner:
+    """Rebuilds blocks with layouts, op by op (module docstring, step 3)."""
+
+    def __init__(self, prefs: _PreferredLayouts, wants: dict[Value, Layout]):
+        self.prefs, self.wants = prefs, wants
+        self.vmap: dict[Value, Value] = {}
+        self.out: list[Op] = []
+
+    def block(self, old: Block, arg_types: list) -> Block:
+        new = Block()
+        for a, t in zip(old.args, arg_types):
+            self.vmap[a] = new.add_arg(t, a.name)
+        saved, self.out = self.out, new.ops
+        for op in old.ops:
+            RULES.get(type(op), _same_layout)(self, op)
+        self.out = saved
+        return new
+
+    # --- helpers for the rules ------------------------------------------------
+    def layout_for(self, v: Value) -> Optional[Layout]:
+        """The layout a new tile ``v`` gets: what its users want, else its shape's."""
+        if not isinstance(v.type, TileType):
+            return None
+        return self.wants.get(v) or self.prefs[v.type.shape]
+
+    def get(self, v: Value, layout: Optional[Layout] = None) -> Value:
+        """The new value for ``v``, converted to ``layout`` if it is given and differs."""
+        return self.convert(self.vmap.get(v, v), layout)
+
+    def convert(self, new: Value, layout: Optional[Layout]) -> Value:
+        """``new`` (a value of the rebuilt IR) in ``layout``: itself, or a ``convert_layout`` of it."""
+        if layout is None or not isinstance(new.type, TileType) or new.type.layout == layout:
+            return new
+        loc = new.owner.loc if isinstance(new.owner, Op) else ir.UNKNOWN_LOC
+        conv = ir.ConvertLayout(src=new, layout=layout, loc=loc).make_results([new.name])
+        self.out.append(conv)
+        return conv.result
+
+    def emit(self, op: Op, operands: dict, layouts: list[Optional[Layout]], **changes) -> Op:
+        """Append a copy of ``op`` with ``operands`` (field -> new value(s)) and
+        result ``layouts`` (None for scalars)."""
+        new = clone_op(op, self.vmap, **operands, **changes)
+        for r, layout in zip(new.results, layouts):
+            if layout is not None:
+                r.type = TileType(r.type.shape, r.type.elem, layout)
+        self.out.append(new)
+        return new
+
+
+def _operand_fields(op: Op) -> list[str]:
+    return [f.name for f in op.fields_of_kind("operand", "optional", "variadic")]
+
+
+def _map_operands(a: _Assigner, op: Op, layout_of: Callable[[Value], Optional[Layout]]) -> dict:
+    """Every operand field of ``op`` mapped to new values, converted by ``layout_of``."""
+    out = {}
+    for name in _operand_fields(op):
+        v = getattr(op, name)
+        if isinstance(v, list):
+            out[name] = [a.get(x, layout_of(x)) for x in v]
+        else:
+            out[name] = None if v is None else a.get(v, layout_of(v))
+    return out
+
+
+def _same_layout(a: _Assigner, op: Op) -> None:
+    """Elementwise ops, memory ops, broadcasts: one layout for every tile.
+    It is what the result's users want, else the first tile operand's, else
+    the shape's preferred one; memory ops always take the preferred one
+    (the layout chosen for coalescing)."""
+    tiles = [v for v in op.operands if isinstance(v.type, TileType)]
+    if not tiles and not any(isinstance(r.type, TileType) for r in op.results):
+        a.emit(op, _map_operands(a, op, lambda v: None), [None] * len(op.results))
+        return
+    if isinstance(op, MEMORY_OPS):
+        layout = a.prefs[shape_of(op.ptr.type)]
+    else:
+        result = op.results[0]
+        layout = a.wants.get(result) or _first_layout(a, tiles) or a.prefs[result.type.shape]
+    a.emit(op, _map_operands(a, op, lambda v: layout), [layout] * len(op.results))
+
+
+def _first_layout(a: _Assigner, tiles: list[Value]) -> Optional[Layout]:
+    for v in tiles:
+        layout = a.vmap[v].type.layout
+        if layout is not None:
+            return layout
+    return None
+
+
+def _fresh(a: _Assigner, op: Op) -> None:
+    """Ops making a tile from scalars, and ops whose codegen goes through shared
+    memory: operands as they are, results where their users want them."""
+    a.emit(op, _map_operands(a, op, lambda v: None), [a.layout_for(r) for r in op.results])
+
+
+def _expand_dims(a: _Assigner, op: ir.ExpandDims) -> None:
+    have = _layout_of(a.vmap[op.src])
+    if isinstance(have, Slice) and have.dim == op.axis and a.wants.get(op.result, have.parent) == have.parent:
+        layout = have.parent
+    else:
+        layout = a.layout_for(op.result)
+    a.emit(op, {"src": a.get(op.src, Slice(layout, op.axis))}, [layout])
+
+
+def _reduce(a: _Assigner, op: ir.Reduce) -> None:
+    srcs = [a.vmap[v] for v in op.srcs]
+    layout = srcs[0].type.layout
+    rank = len(srcs[0].type.shape)
+    out = Slice(layout, op.axis) if op.axis is not None and rank > 1 else None
+    a.emit(op, {"srcs": [a.get(v, layout) for v in op.srcs]}, [out] * len(op.results),
+           combine=a.block(op.combine, [x.type for x in op.combine.args]))
+
+
+def _scan(a: _Assigner, op: ir.Scan) -> None:
+    """The scanned axis whole inside each thread: the codegen scans registers."""
+    shape = op.srcs[0].type.shape
+    layout = scan_layout(shape, op.axis, a.prefs.num_warps, a.prefs.warp_size)
+    a.emit(op, {"srcs": [a.get(v, layout) for v in op.srcs]}, [layout] * len(op.results),
+           combine=a.block(op.combine, [x.type for x in op.combine.args]))
+
+
+def scan_layout(shape: tuple, axis: int, num_warps: int, warp_size: int) -> Blocked:
+    """A blocked layout holding all of ``axis`` in each thread, threads over the other dims."""
+    order = (axis,) + tuple(d for d in reversed(range(len(shape))) if d != axis)
+    rest = tuple(1 if d == axis else s for d, s in enumerate(shape))
+    base = blocked_layout(rest, order[1:] + (axis,), 1, num_warps, warp_size)
+    spt = tuple(shape[axis] if d == axis else 1 for d in range(len(shape)))
+    return Blocked(spt, base.tpw, base.wpc, order)
+
+
+def _dot(a: _Assigner, op: ir.Dot) -> None:
+    layout = a.layout_for(op.result)
+    a.emit(op, {"a": a.get(op.a), "b": a.get(op.b), "acc": a.get(op.acc, layout)}, [layout])
+
+
+def _join(a: _Assigner, op: ir.Join) -> None:
+    lhs = a.get(op.lhs)
+    a.emit(op, {"lhs": lhs, "rhs": a.get(op.rhs, lhs.type.layout)}, [a.layout_for(op.result)])
+
+
+def _for(a: _Assigner, op: ir.For) -> None:
+    inits = [a.get(v) for v in op.inits]
+    arg_types = [a.get(op.lower).type] + [v.type for v in inits]
+    body = a.block(op.body, arg_types)
+    _convert_terminator(a, body, arg_types[1:])
+    a.emit(op, {"lower": a.get(op.lower), "upper": a.get(op.upper), "step": a.get(op.step), "inits": inits},
+           [_layout_of(v) for v in inits], body=body)
+
+
+def _if(a: _Assigner, op: ir.If) -> None:
+    then_body = a.block(op.then_body, [])
+    types = [v.type for v in then_body.terminator.values]
+    else_body = a.block(op.else_body, [])
+    _convert_terminator(a, else_body, types)
+    a.emit(op, {"cond": a.get(op.cond)}, [_layout_of_type(t) for t in types],
+           then_body=then_body, else_body=else_body)
+
+
+def _while(a: _Assigner, op: ir.While) -> None:
+    inits = [a.get(v) for v in op.inits]
+    types = [v.type for v in inits]
+    before = a.block(op.before, types)
+    forwarded = [v.type for v in before.terminator.values]
+    after = a.block(op.after, forwarded)
+    _convert_terminator(a, after, types)
+    a.emit(op, {"inits": inits}, [_layout_of_type(t) for t in forwarded], before=before, after=after)
+
+
+def _convert_terminator(a: _Assigner, block: Block, types: list) -> None:
+    """Make ``block``'s yield pass values of ``types`` (converting layouts)."""
+    term = block.ops.pop()
+    saved, a.out = a.out, block.ops
+    values = [a.convert(v, _layout_of_type(t)) for v, t in zip(term.values, types)]
+    a.out = saved
+    new = ir.Yield(values=values, loc=term.loc).make_results()
+    block.ops.append(new)
+
+
+def _layout_of(v: Value) -> Optional[Layout]:
+    return _layout_of_type(v.type)
+
+
+def _layout_of_type(t) -> Optional[Layout]:
+    return t.layout if isinstance(t, TileType) else None
+
+
+def _as_is(a: _Assigner, op: Op) -> None:
+    """Terminators pass values through (their parent op fixes layouts); printing
+    and asserting take tiles in any layout."""
+    a.emit(op, _map_operands(a, op, lambda v: None), [])
+
+
+RULES: dict[type, Callable[[_Assigner, Op], None]] = {
+    ir.ExpandDims: _expand_dims, ir.Reduce: _reduce, ir.Scan: _scan, ir.Dot: _dot, ir.Join: _join,
+    ir.For: _for, ir.If: _if, ir.While: _while, ir.Yield: _as_is, ir.Condition: _as_is, ir.Print: _as_is, ir.Assert: _as_is,
+    ir.Constant: _fresh, ir.Arange: _fresh, ir.Splat: _fresh, ir.Reshape: _fresh, ir.Permute: _fresh,
+    ir.Split: _fresh,
+}
+
