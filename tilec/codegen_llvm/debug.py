@@ -1,0 +1,88 @@
+"""``device_print``, ``device_assert`` and ``debug_barrier``.
+
+``print`` calls CUDA's ``vprintf`` once per element of the program (only
+the thread that owns an element prints it, replicas stay quiet), as
+``pid (x, y, z) idx (i, j) prefix: value``.  ``assert`` calls
+``__assertfail`` (which stops the kernel with an error the host sees) in
+every thread that holds a false element.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as llir
+
+from .. import ir
+from ..ir.types import PointerType, TileType, elem_type
+from .kernel import I32, I64, Ctx, coordinates, first_thread, lowers, owner_predicate
+from .memory import _guarded
+
+GENERIC = llir.PointerType()
+
+
+def _string(ctx: Ctx, text: str) -> llir.Value:
+    """A pointer to a NUL-terminated global copy of ``text`` (one per distinct text)."""
+    data = bytearray(text.encode()) + b"\0"
+    name = f"tilec_str_{abs(hash(text)) & 0xFFFFFFFF:08x}_{len(data)}"
+    g = ctx.module.globals.get(name)
+    if g is None:
+        arr = llir.ArrayType(llir.IntType(8), len(data))
+        g = llir.GlobalVariable(ctx.module, arr, name)
+        g.global_constant, g.linkage, g.initializer = True, "private", llir.Constant(arr, data)
+    return ctx.b.bitcast(g, GENERIC)
+
+
+def _printf_arg(ctx: Ctx, v: llir.Value, t, hex_: bool):
+    """(format, value as vprintf wants it): floats as double, small ints as i32."""
+    b = ctx.b
+    if isinstance(t, PointerType):
+        return "%p", b.ptrtoint(v, I64)
+    if t.is_float:
+        return ("%a" if hex_ else "%f"), b.fpext(v, llir.DoubleType()) if t.bits < 64 else v
+    if t.bits == 64:
+        return ("%llx" if hex_ else "%lld" if t.kind == "int" else "%llu"), v
+    wide = b.zext(v, I32) if t.kind != "int" or t.bits == 1 else b.sext(v, I32) if t.bits < 32 else v
+    return ("%x" if hex_ else "%d" if t.kind == "int" else "%u"), wide
+
+
+def _vprintf(ctx: Ctx, fmt: str, args: list) -> None:
+    b = ctx.b
+    struct = llir.LiteralStructType([a.type for a in args])
+    buf = b.alloca(struct)
+    for i, a in enumerate(args):
+        b.store(a, b.gep(buf, [I32(0), I32(i)], inbounds=True, source_etype=struct))
+    vprintf = ctx.declare("vprintf", I32, [GENERIC, GENERIC])
+    b.call(vprintf, [_string(ctx, fmt), b.addrspacecast(buf, GENERIC) if buf.type != GENERIC else buf])
+
+
+@lowers(ir.Print)
+def _print(ctx: Ctx, op: ir.Print) -> None:
+    pids = [ctx.sreg(f"ctaid.{a}") for a in "xyz"]
+    tile = next((v for v in op.values if isinstance(v.type, TileType)), None)
+    if tile is None:
+        places, owner = [()], first_thread(ctx)
+    else:
+        places, owner = coordinates(ctx, tile), owner_predicate(ctx, tile.type.layout, tile.type.shape)
+    for i, where in enumerate(places):
+        def emit(i=i, where=where):
+            values = [_printf_arg(ctx, ctx[v][i if len(ctx[v]) > 1 else 0], elem_type(v.type), op.hex)
+                      for v in op.values]
+            idx = f" idx ({', '.join(['%d'] * len(where))})" if where else ""
+            fmt = f"pid (%d, %d, %d){idx} {op.prefix}" + ", ".join(f for f, _ in values) + "\n"
+            _vprintf(ctx, fmt, pids + list(where) + [x for _, x in values])
+        _guarded(ctx, owner, emit, None)
+
+
+@lowers(ir.Assert)
+def _assert(ctx: Ctx, op: ir.Assert) -> None:
+    b = ctx.b
+    fail = ctx.declare("__assertfail", llir.VoidType(), [GENERIC, GENERIC, I32, GENERIC, I64])
+    msg = _string(ctx, f"device_assert failed: {op.msg}")
+    file = _string(ctx, op.loc.file)
+    func = _string(ctx, ctx.fn.name)
+    for cond in ctx[op.cond]:
+        with b.if_then(b.not_(cond)):
+            b.call(fail, [msg, file, I32(op.loc.line), func, I64(1)])
+
+
+@lowers(ir.Barrier)
+def _barrier(ctx: Ctx, op: ir.Barrier) -> None:
+    ctx.barrier()

@@ -1,0 +1,274 @@
+"""Tile IR with layouts -> one LLVM module holding one NVPTX kernel.
+
+A tile is held as a Python list of LLVM values, one per register of its
+layout (``tilec.ir.layouts`` defines the order); a scalar is a list of one
+value that every thread holds.  Each op class has a lowering rule in
+``LOWER`` (``@lowers(OpClass)``), one file per op family: ``elementwise``,
+``memory``, ``reduce``, ``shuffle`` (moves through shared memory), ``dot``,
+``control``, ``debug``.  A rule reads its operands' lists from ``ctx`` and
+binds its results' lists.
+
+Shared memory is one dynamic buffer (``@tilec_smem``); an op that needs
+scratch space uses it from offset 0 between two barriers, and
+``LLVMKernel.shared_bytes`` is the most any op needed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from llvmlite import ir as llir
+
+from ..errors import CompilationError
+from ..ir.core import Block, Function, Op, Value
+from ..ir.layouts import Layout, kept_dims, num_registers, register_offsets, root_blocked, root_shape
+from ..ir.types import PointerType, ScalarType, TileType, elem_type
+from ..opt.axis_info import analyze_axes
+from ..targets.base import Target
+from ..targets.nvptx import launch_bounds_attrs
+from .scalar_base import ScalarContext, call, declare, llvm_type
+
+I32 = llir.IntType(32)
+I64 = llir.IntType(64)
+SMEM = llir.PointerType(addrspace=3)
+
+
+@dataclass(frozen=True)
+class LLVMKernel:
+    """A lowered kernel: ``llir`` is the module's text, ``shared_bytes`` the
+    dynamic shared memory each program needs."""
+
+    name: str
+    llir: str
+    shared_bytes: int
+
+
+Rule = Callable[["Ctx", Op], None]
+LOWER: dict[type, Rule] = {}
+
+
+def lowers(*op_types: type) -> Callable[[Rule], Rule]:
+    """Register the decorated ``rule(ctx, op)`` for ``op_types``."""
+    def register(fn: Rule) -> Rule:
+        for t in op_types:
+            LOWER[t] = fn
+        return fn
+    return register
+
+
+class Ctx:
+    """Everything a lowering rule needs: the builder, the values so far, the
+    thread's ids, the axis facts, and the shared-memory high-water mark."""
+
+    def __init__(self, fn: Function, target: Target, num_warps: int, module: llir.Module,
+                 builder: llir.IRBuilder):
+        self.fn, self.target, self.num_warps = fn, target, num_warps
+        self.module, self.b = module, builder
+        self.scalar = ScalarContext(builder, module, target.cpu)
+        self.env: dict[Value, list] = {}
+        self.axes = analyze_axes(fn)
+        self.shared_bytes = 0
+        tid = self.sreg("tid.x")
+        self.tid = tid
+        self.lane = builder.and_(tid, I32(target.warp_size - 1), name="lane")
+        self.warp = builder.lshr(tid, I32(int(math.log2(target.warp_size))), name="warp")
+
+    # --- values -----------------------------------------------------------------
+    def __getitem__(self, v: Value) -> list:
+        return self.env[v]
+
+    def bind(self, values: list[Value], lists: list[list]) -> None:
+        for v, regs in zip(values, lists):
+            expected = registers_of(v)
+            if len(regs) != expected:
+                raise AssertionError(f"{v} bound to {len(regs)} registers, its layout has {expected}")
+            self.env[v] = regs
+
+    def sreg(self, name: str) -> llir.Value:
+        """A PTX special register (``tid.x``, ``ctaid.y``...)."""
+        return call(self.scalar, f"llvm.nvvm.read.ptx.sreg.{name}", [], I32)
+
+    def call(self, name: str, args: list, ret=None) -> llir.Value:
+        return call(self.scalar, name, args, ret)
+
+    def declare(self, name: str, ret: llir.Type, params: list) -> llir.Function:
+        return declare(self.scalar, name, ret, params)
+
+    # --- shared memory ------------------------------------------------------------
+    def smem(self, nbytes: int) -> llir.Value:
+        """The scratch buffer (at least ``nbytes``), as a shared-memory pointer."""
+        self.shared_bytes = max(self.shared_bytes, nbytes)
+        g = self.module.globals.get("tilec_smem")
+        if g is None:
+            g = llir.GlobalVariable(self.module, llir.ArrayType(llir.IntType(8), 0), "tilec_smem", addrspace=3)
+            g.linkage = "external"
+            g.align = 16
+            g.type = SMEM  # llvmlite types globals with typed pointers; LLVM 22 has opaque ones only
+        return g
+
+    def barrier(self) -> None:
+        self.call("llvm.nvvm.barrier.cta.sync.aligned.all", [I32(0)], llir.VoidType())
+
+    # --- blocks -----------------------------------------------------------------
+    def lower_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Op) -> None:
+        rule = LOWER.get(type(op))
+        if rule is None:
+            raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
+                                   f"the NVIDIA backend cannot compile `{op.NAME}` yet", self.fn.name)
+        rule(self, op)
+
+
+def registers_of(v: Value) -> int:
+    """How many LLVM values hold ``v`` in each thread."""
+    t = v.type
+    return num_registers(t.layout, t.shape) if isinstance(t, TileType) else 1
+
+
+def layout_of(v: Value) -> Layout:
+    return v.type.layout
+
+
+def param_type(t) -> llir.Type:
+    """The kernel parameter type for an argument of IR type ``t`` (an ``i1`` travels as a byte)."""
+    if isinstance(t, ScalarType) and t.is_bool:
+        return llir.IntType(8)
+    return llvm_type(t)
+
+
+def lower(fn: Function, target: Target, num_warps: int) -> LLVMKernel:
+    """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``."""
+    from . import control, debug, dot, elementwise, memory, reduce, shuffle  # noqa: F401  (register rules)
+
+    module = llir.Module(fn.name)
+    module.triple, module.data_layout = target.triple, target.data_layout
+    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), [param_type(a.type) for a in fn.args]),
+                           fn.name)
+    kernel.calling_convention = "ptx_kernel"
+    builder = llir.IRBuilder(kernel.append_basic_block("entry"))
+    ctx = Ctx(fn, target, num_warps, module, builder)
+    for a, p in zip(fn.args, kernel.args):
+        p.name = fn.arg_names[a.index] if a.index < len(fn.arg_names) else f"arg{a.index}"
+        is_bool = isinstance(a.type, ScalarType) and a.type.is_bool
+        ctx.env[a] = [builder.icmp_unsigned("!=", p, p.type(0)) if is_bool else p]
+    ctx.lower_block(fn.body)
+    builder.ret_void()
+    return LLVMKernel(fn.name, _with_kernel_attrs(str(module), fn.name, launch_bounds_attrs(num_warps)),
+                      ctx.shared_bytes)
+
+
+def _with_kernel_attrs(text: str, name: str, attrs: dict[str, str]) -> str:
+    """Add string attributes (``"nvvm.maxntid"="128"``) to the kernel's ``define``,
+    which llvmlite's attribute sets cannot express."""
+    head = f'define ptx_kernel void @"{name}"('
+    start = text.index(head)
+    brace = text.index("\n{", start)
+    rendered = " ".join(f'"{k}"="{v}"' for k, v in attrs.items())
+    return text[:brace] + " " + rendered + text[brace:]
+
+
+# --------------------------------------------------------------------------- #
+# Where a thread's registers sit
+# --------------------------------------------------------------------------- #
+
+def _dim_ids(ctx: Ctx, layout: Layout, shape: tuple):
+    """The root blocked layout's dim plans and, per root dim, the thread's lane
+    and warp coordinates along it (i32 values)."""
+    root = root_blocked(layout)
+    plans = root.dim_plans(root_shape(layout, shape))
+    b, ids = ctx.b, {}
+    lane_stride = warp_stride = 1
+    for d in root.order:
+        p = plans[d]
+        lane_d = b.and_(b.lshr(ctx.lane, I32(_log2(lane_stride))), I32(p.tpw - 1))
+        warp_d = b.and_(b.lshr(ctx.warp, I32(_log2(warp_stride))), I32(p.wpc - 1))
+        ids[d] = (lane_d, warp_d)
+        lane_stride *= p.tpw
+        warp_stride *= p.wpc
+    return plans, ids
+
+
+def thread_bases(ctx: Ctx, layout: Layout, shape: tuple) -> list[llir.Value]:
+    """Per dim of the tile, the thread's first coordinate (``layouts`` docstring)."""
+    plans, ids = _dim_ids(ctx, layout, shape)
+    b, out = ctx.b, []
+    for d in kept_dims(layout):
+        p, (lane_d, warp_d) = plans[d], ids[d]
+        base = b.add(b.mul(lane_d, I32(p.spt)), b.mul(warp_d, I32(p.spt * p.tpw)))
+        out.append(b.and_(base, I32(p.size - 1)))
+    return out
+
+
+def coordinates(ctx: Ctx, v: Value) -> list[tuple]:
+    """For each register of tile ``v``, its coordinates (LLVM i32 values)."""
+    t = v.type
+    return layout_coordinates(ctx, t.layout, t.shape)
+
+
+def layout_coordinates(ctx: Ctx, layout: Layout, shape: tuple) -> list[tuple]:
+    """For each register of a tile of ``shape`` in ``layout``, its coordinates."""
+    bases = thread_bases(ctx, layout, shape)
+    return [tuple(ctx.b.add(base, I32(o)) if o else base for base, o in zip(bases, offs))
+            for offs in register_offsets(layout, shape)]
+
+
+def owner_predicate(ctx: Ctx, layout: Layout, shape: tuple):
+    """An i1 that is true in exactly one thread holding each element (replicated
+    layouts give several threads the same element), or None when no element
+    is replicated."""
+    plans, ids = _dim_ids(ctx, layout, shape)
+    b, conds = ctx.b, []
+    for d, (lane_d, warp_d) in ids.items():
+        p = plans[d]
+        if p.lanes < p.tpw:
+            conds.append(b.icmp_unsigned("<", lane_d, I32(p.lanes)))
+        if p.warps < p.wpc:
+            conds.append(b.icmp_unsigned("<", warp_d, I32(p.warps)))
+    return all_of(b, conds)
+
+
+def first_thread(ctx: Ctx):
+    """An i1 true in thread 0 only (for effects a scalar value must have once)."""
+    return ctx.b.icmp_unsigned("==", ctx.tid, I32(0))
+
+
+def all_of(b: llir.IRBuilder, conds: list):
+    """The and of i1 ``conds``; None for none."""
+    if not conds:
+        return None
+    out = conds[0]
+    for c in conds[1:]:
+        out = b.and_(out, c)
+    return out
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def linear_index(ctx: Ctx, coords: tuple, shape: tuple) -> llir.Value:
+    """The row-major index of ``coords`` in a tile of ``shape`` (i32)."""
+    b = ctx.b
+    index, stride = I32(0), 1
+    for c, n in zip(reversed(coords), reversed(shape)):
+        index = b.add(index, b.mul(c, I32(stride)) if stride != 1 else c)
+        stride *= n
+    return index
+
+
+def byte_offset(b: llir.IRBuilder, base: llir.Value, offset) -> llir.Value:
+    """``base`` (an opaque pointer) moved by ``offset`` bytes (an int or i32 value)."""
+    return b.gep(base, [I32(offset) if isinstance(offset, int) else offset], inbounds=True,
+                 source_etype=llir.IntType(8))
+
+
+def elem_of(v: Value):
+    return elem_type(v.type)
+
+
+def is_pointer_elem(v: Value) -> bool:
+    return isinstance(elem_type(v.type), PointerType)

@@ -1,0 +1,218 @@
+"""Global memory: ``load``, ``store`` and the atomics.
+
+Loads and stores move each thread's registers in vectors: registers run along
+the layout's fastest dim first, so ``vec`` consecutive registers are
+``vec`` consecutive elements whenever the axis analysis proves the
+addresses contiguous and ``vec * size`` aligned, and the mask constant over
+them (``access_width``).  One ``<vec x T>`` access then moves them (16 bytes
+becomes ``ld.global.v4.b32``).  A masked access branches around the
+instruction; masked-off lanes never touch memory.
+
+Atomics go element by element; where a layout gives several threads the
+same element, only one of them (``owner_predicate``) applies it, and a
+scalar atomic is applied by thread 0 and its old value shared through
+shared memory.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from llvmlite import ir as llir
+
+from .. import ir
+from ..ir.layouts import register_counts, root_blocked
+from ..ir.types import ScalarType, TileType, elem_type, shape_of
+from ..opt.axis_info import mask_vector_width, vector_width
+from .elementwise import constant
+from .kernel import I32, Ctx, all_of, first_thread, lowers, owner_predicate, registers_of
+from .scalar_base import llvm_type, memory_type
+
+MAX_VECTOR_BYTES = 16
+
+
+def access_width(ctx: Ctx, op: ir.Op) -> int:
+    """How many consecutive registers one vector access of ``op`` may move."""
+    t = op.ptr.type
+    if not isinstance(t, TileType):
+        return 1
+    layout = root_blocked(t.layout)
+    fast = layout.order[0]
+    if fast >= len(t.shape):
+        return 1
+    elem = elem_type(t).elem
+    width = min(register_counts(t.layout, t.shape)[fast], layout.spt[fast],
+                vector_width(ctx.axes[op.ptr], elem.bytes, fast, MAX_VECTOR_BYTES))
+    if op.mask is not None:
+        width = min(width, mask_vector_width(ctx.axes[op.mask], fast))
+    return max(1, width)
+
+
+def _groups(n: int, width: int) -> list[range]:
+    return [range(i, i + width) for i in range(0, n, width)]
+
+
+def _to_memory(ctx: Ctx, v: llir.Value, t) -> llir.Value:
+    """A register value as it is stored (``i1`` as a byte)."""
+    if isinstance(t, ScalarType) and t.is_bool:
+        return ctx.b.zext(v, llir.IntType(8))
+    return v
+
+
+def _from_memory(ctx: Ctx, v: llir.Value, t) -> llir.Value:
+    if isinstance(t, ScalarType) and t.is_bool:
+        return ctx.b.icmp_unsigned("!=", v, v.type(0))
+    return v
+
+
+def _guarded(ctx: Ctx, cond: Optional[llir.Value], emit, fallback):
+    """``emit()`` where ``cond`` holds (always when it is None); where it does
+    not, ``fallback`` (the values the skipped path yields, or None)."""
+    if cond is None:
+        return emit()
+    b = ctx.b
+    start = b.block
+    with b.if_then(cond) as _:
+        got = emit()
+        then_end = b.block
+    if got is None:
+        return None
+    if isinstance(got, list):
+        return [_phi(b, g, then_end, f, start) for g, f in zip(got, fallback)]
+    return _phi(b, got, then_end, fallback, start)
+
+
+def _phi(b, got, then_end, fallback, start):
+    phi = b.phi(got.type)
+    phi.add_incoming(got, then_end)
+    phi.add_incoming(fallback, start)
+    return phi
+
+
+# --------------------------------------------------------------------------- #
+# load / store
+# --------------------------------------------------------------------------- #
+
+@lowers(ir.Load)
+def _load(ctx: Ctx, op: ir.Load) -> None:
+    elem = elem_type(op.result.type)
+    mem, width = memory_type(elem), access_width(ctx, op)
+    ptrs, n = ctx[op.ptr], registers_of(op.result)
+    masks = ctx[op.mask] if op.mask is not None else None
+    others = ctx[op.other] if op.other is not None else [constant(elem, 0)] * n
+    out = []
+    for g in _groups(n, width):
+        vtype = mem if width == 1 else llir.VectorType(mem, width)
+
+        def emit(p=ptrs[g[0]], vtype=vtype):
+            return ctx.b.load(p, typ=vtype, align=width * elem.bytes)
+        cond = masks[g[0]] if masks is not None else None
+        fallback = None if cond is None else _pack(ctx, [_to_memory(ctx, others[i], elem) for i in g])
+        raw = _guarded(ctx, cond, emit, fallback)
+        values = [raw] if width == 1 else [ctx.b.extract_element(raw, I32(i)) for i in range(width)]
+        out.extend(_from_memory(ctx, v, elem) for v in values)
+    ctx.bind(op.results, [out])
+
+
+def _pack(ctx: Ctx, values: list) -> llir.Value:
+    """One value as it is, several as a vector."""
+    if len(values) == 1:
+        return values[0]
+    vec = llir.Constant(llir.VectorType(values[0].type, len(values)), None)
+    for j, v in enumerate(values):
+        vec = ctx.b.insert_element(vec, v, I32(j))
+    return vec
+
+
+@lowers(ir.Store)
+def _store(ctx: Ctx, op: ir.Store) -> None:
+    elem = elem_type(op.value.type)
+    mem, width = memory_type(elem), access_width(ctx, op)
+    ptrs, values, n = ctx[op.ptr], ctx[op.value], registers_of(op.value)
+    masks = ctx[op.mask] if op.mask is not None else None
+    owner = _owner(ctx, op.ptr)
+    for g in _groups(n, width):
+        data = _pack(ctx, [_to_memory(ctx, values[i], elem) for i in g])
+
+        def emit(p=ptrs[g[0]], d=data):
+            ctx.b.store(d, p, align=width * elem.bytes)
+        _guarded(ctx, all_of(ctx.b, [c for c in (owner, masks and masks[g[0]]) if c is not None]), emit, None)
+
+
+def _owner(ctx: Ctx, ptr: ir.Value):
+    """Who performs a side effect on each element: thread 0 for a scalar, the
+    owning thread of a replicated tile element, else every thread."""
+    t = ptr.type
+    if not isinstance(t, TileType):
+        return first_thread(ctx)
+    return owner_predicate(ctx, t.layout, t.shape)
+
+
+# --------------------------------------------------------------------------- #
+# atomics
+# --------------------------------------------------------------------------- #
+
+_ORDERING = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+_FLOAT_RMW = {"add": "fadd", "max": "fmax", "min": "fmin", "xchg": "xchg"}
+_SIGNED_RMW = {"add": "add", "max": "max", "min": "min", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
+_UNSIGNED_RMW = dict(_SIGNED_RMW, max="umax", min="umin")
+
+
+def _rmw_name(kind: str, t: ScalarType) -> str:
+    if t.is_float:
+        return _FLOAT_RMW[kind]
+    return (_SIGNED_RMW if t.kind == "int" else _UNSIGNED_RMW)[kind]
+
+
+@lowers(ir.AtomicRMW)
+def _atomic_rmw(ctx: Ctx, op: ir.AtomicRMW) -> None:
+    elem = elem_type(op.result.type)
+    masks = ctx[op.mask] if op.mask is not None else None
+    name, ordering = _rmw_name(op.kind, elem), _ORDERING[op.sem]
+
+    def one(i, p, v):
+        return _from_memory(ctx, ctx.b.atomic_rmw(name, p, _to_memory(ctx, v, elem), ordering), elem)
+    _atomic(ctx, op, masks, one, [ctx[op.ptr], ctx[op.val]])
+
+
+@lowers(ir.AtomicCAS)
+def _atomic_cas(ctx: Ctx, op: ir.AtomicCAS) -> None:
+    elem = elem_type(op.result.type)
+    ordering = _ORDERING[op.sem]
+    as_int = llir.IntType(max(8, elem.bits)) if isinstance(elem, ScalarType) and elem.is_float else None
+
+    def one(i, p, cmp, val):
+        b = ctx.b
+        cmp, val = _to_memory(ctx, cmp, elem), _to_memory(ctx, val, elem)
+        if as_int is not None:
+            cmp, val = b.bitcast(cmp, as_int), b.bitcast(val, as_int)
+        old = b.extract_value(b.cmpxchg(p, cmp, val, ordering, _failure_ordering(ordering)), 0)
+        return _from_memory(ctx, b.bitcast(old, memory_type(elem)) if as_int is not None else old, elem)
+    _atomic(ctx, op, None, one, [ctx[op.ptr], ctx[op.cmp], ctx[op.val]])
+
+
+def _failure_ordering(ordering: str) -> str:
+    return {"acq_rel": "acquire", "release": "monotonic"}.get(ordering, ordering)
+
+
+def _atomic(ctx: Ctx, op: ir.Op, masks, one, operand_lists: list) -> None:
+    """Apply ``one(i, *operands_i)`` per register where this thread owns the
+    element and the mask holds; give every holder the old value."""
+    elem = elem_type(op.result.type)
+    owner = _owner(ctx, op.ptr)
+    n = registers_of(op.result)
+    old = []
+    for i in range(n):
+        cond = all_of(ctx.b, [c for c in (owner, masks[i] if masks else None) if c is not None])
+        args = [regs[i] for regs in operand_lists]
+        old.append(_guarded(ctx, cond, lambda: one(i, *args), constant(elem, 0)))
+    if owner is not None:
+        old = _share_owners_values(ctx, op.result, old, owner)
+    ctx.bind(op.results, [old])
+
+
+def _share_owners_values(ctx: Ctx, result: ir.Value, old: list, owner) -> list:
+    """The old values the owners got, read back by every thread holding the element."""
+    from .shuffle import exchange, row_major
+
+    index = row_major(ctx, shape_of(result.type))
+    return exchange(ctx, [(old, result.type, index)], [(result.type, index)], pred=owner)[0]

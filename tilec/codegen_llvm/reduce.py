@@ -1,0 +1,195 @@
+"""``reduce`` and ``scan``.
+
+A reduction along dims ``D`` of a blocked layout runs in three steps, each
+combining with the op's ``combine`` region (lowered inline on scalars):
+
+1. inside each thread, over its registers along ``D``;
+2. across the lanes of a warp along ``D``, by butterfly shuffles over the
+   lane bits that hold distinct elements (replicated lanes would count twice);
+3. across warps along ``D``, through shared memory: each warp writes its
+   partial results, every thread reads and combines the partials of its
+   output elements.
+
+A scan gets its whole axis inside each thread (the layout pass sees to it),
+so it is a sequential scan over registers.
+"""
+from __future__ import annotations
+
+import itertools
+
+from llvmlite import ir as llir
+
+from .. import ir
+from ..ir.core import Block
+from ..ir.layouts import Slice, kept_dims, register_counts, register_strides, root_blocked, root_shape
+from ..ir.types import TileType, elem_type
+from .kernel import I32, Ctx, _dim_ids, _log2, byte_offset, layout_coordinates, linear_index, lowers
+from .memory import _from_memory, _to_memory
+from .scalar_base import memory_type
+
+
+def combine(ctx: Ctx, block: Block, acc: list, x: list) -> list:
+    """The values ``block`` yields for scalars ``acc`` and ``x`` (lowered inline)."""
+    for arg, v in zip(block.args, acc + x):
+        ctx.env[arg] = [v]
+    for op in block.ops[:-1]:
+        ctx.lower_op(op)
+    return [ctx[v][0] for v in block.terminator.values]
+
+
+def _groups(counts: list[int], strides: list[int], dims: set) -> list[list[int]]:
+    """Register indices grouped by their index along the dims not in ``dims``;
+    each group lists its registers along ``dims`` in order."""
+    keep = [d for d in range(len(counts)) if d not in dims]
+    red = [d for d in range(len(counts)) if d in dims]
+    out = []
+    for kept in itertools.product(*(range(counts[d]) for d in keep)):
+        base = sum(i * strides[d] for i, d in zip(kept, keep))
+        group = [base + sum(i * strides[d] for i, d in zip(rs, red))
+                 for rs in itertools.product(*(range(counts[d]) for d in red))]
+        out.append(group)
+    return out
+
+
+@lowers(ir.Reduce)
+def _reduce(ctx: Ctx, op: ir.Reduce) -> None:
+    t = op.srcs[0].type
+    dims = set(range(len(t.shape))) if op.axis is None else {op.axis}
+    counts, strides = register_counts(t.layout, t.shape), register_strides(t.layout, t.shape)
+    srcs = [ctx[v] for v in op.srcs]
+    partial = []  # per output register: one value per operand
+    for group in _groups(counts, strides, dims):
+        acc = [regs[group[0]] for regs in srcs]
+        for r in group[1:]:
+            acc = combine(ctx, op.combine, acc, [regs[r] for regs in srcs])
+        partial.append(_across_lanes(ctx, op, acc, dims))
+    partial = _across_warps(ctx, op, partial, dims)
+    ctx.bind(op.results, [[p[k] for p in partial] for k in range(len(op.srcs))])
+
+
+def _root_dims(layout, dims: set) -> set:
+    """The root blocked layout's dims that ``dims`` of a (sliced) tile are."""
+    kept = kept_dims(layout)
+    return {kept[d] for d in dims}
+
+
+def _across_lanes(ctx: Ctx, op: ir.Reduce, acc: list, dims: set) -> list:
+    t = op.srcs[0].type
+    root = root_blocked(t.layout)
+    plans = root.dim_plans(root_shape(t.layout, t.shape))
+    lane_stride = 1
+    for d in root.order:
+        if d in _root_dims(t.layout, dims):
+            for k in range(_log2(plans[d].lanes)):
+                other = [shuffle_xor(ctx, v, lane_stride << k) for v in acc]
+                acc = combine(ctx, op.combine, acc, other)
+        lane_stride *= plans[d].tpw
+    return acc
+
+
+def _across_warps(ctx: Ctx, op: ir.Reduce, partial: list, dims: set) -> list:
+    """Step 3 (module docstring): partials of the warps along ``dims`` through shared memory."""
+    t = op.srcs[0].type
+    root = root_blocked(t.layout)
+    plans = root.dim_plans(root_shape(t.layout, t.shape))
+    rdims = sorted(_root_dims(t.layout, dims))
+    warps = [plans[d].warps for d in rdims]
+    groups = 1
+    for w in warps:
+        groups *= w
+    if groups == 1:
+        return partial
+    out_t = op.results[0].type
+    out_shape = out_t.shape if isinstance(out_t, TileType) else ()
+    out_numel = out_t.numel if isinstance(out_t, TileType) else 1
+    out_coords = (layout_coordinates(ctx, out_t.layout, out_t.shape) if isinstance(out_t, TileType)
+                  else [()] * len(partial))
+    _, ids = _dim_ids(ctx, t.layout, t.shape)
+    b = ctx.b
+    group = I32(0)
+    for d, w in zip(rdims, warps):
+        group = b.add(b.mul(group, I32(w)), b.and_(ids[d][1], I32(w - 1)))
+    elems = [elem_type(v.type) for v in op.srcs]
+    sizes = [max(1, e.bits // 8) for e in elems]
+    starts = [groups * out_numel * sum(sizes[:k]) for k in range(len(elems))]
+    base = ctx.smem(groups * out_numel * sum(sizes))
+    ctx.barrier()
+    slots = [linear_index(ctx, c, out_shape) for c in out_coords]
+    for vals, slot in zip(partial, slots):
+        where = b.add(b.mul(group, I32(out_numel)), slot)
+        for k, v in enumerate(vals):
+            b.store(_to_memory(ctx, v, elems[k]), _address(b, base, starts[k], where, sizes[k]), align=sizes[k])
+    ctx.barrier()
+    result = []
+    for slot in slots:
+        acc = None
+        for g in range(groups):
+            where = b.add(I32(g * out_numel), slot)
+            vals = [_from_memory(ctx, b.load(_address(b, base, starts[k], where, sizes[k]),
+                                             typ=memory_type(elems[k]), align=sizes[k]), elems[k])
+                    for k in range(len(elems))]
+            acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
+        result.append(acc)
+    return result
+
+
+def _address(b, base, start: int, index, size: int):
+    return byte_offset(b, base, b.add(I32(start), b.mul(index, I32(size))))
+
+
+# --------------------------------------------------------------------------- #
+# Warp shuffles of any type
+# --------------------------------------------------------------------------- #
+
+def shuffle_xor(ctx: Ctx, v: llir.Value, lane_mask: int) -> llir.Value:
+    """``v`` of the lane whose id differs from ours by ``lane_mask`` (xor):
+    split into 32-bit words, shuffled, put back together."""
+    b = ctx.b
+    bits = _bits(v.type)
+    as_int = b.ptrtoint(v, llir.IntType(64)) if isinstance(v.type, llir.PointerType) else (
+        b.bitcast(v, llir.IntType(bits)) if not isinstance(v.type, llir.IntType) else v)
+    wide = llir.IntType(max(32, bits))
+    word = b.zext(as_int, wide) if bits < 32 else as_int
+    parts = [word] if wide.width == 32 else [b.trunc(b.lshr(word, wide(32 * i)), I32) for i in range(wide.width // 32)]
+    moved = [ctx.call("llvm.nvvm.shfl.sync.bfly.i32", [I32(-1), p, I32(lane_mask), I32(0x1F)], I32)
+             for p in parts]
+    if len(moved) == 1:
+        word = moved[0]
+    else:
+        word = wide(0)
+        for i, p in enumerate(moved):
+            word = b.or_(word, b.shl(b.zext(p, wide), wide(32 * i)))
+    back = b.trunc(word, llir.IntType(bits)) if bits < 32 else word
+    if isinstance(v.type, llir.PointerType):
+        return b.inttoptr(back, v.type)
+    return back if isinstance(v.type, llir.IntType) else b.bitcast(back, v.type)
+
+
+def _bits(t: llir.Type) -> int:
+    if isinstance(t, llir.IntType):
+        return t.width
+    if isinstance(t, llir.PointerType):
+        return 64
+    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
+
+
+# --------------------------------------------------------------------------- #
+# Scan
+# --------------------------------------------------------------------------- #
+
+@lowers(ir.Scan)
+def _scan(ctx: Ctx, op: ir.Scan) -> None:
+    t = op.srcs[0].type
+    counts, strides = register_counts(t.layout, t.shape), register_strides(t.layout, t.shape)
+    if counts[op.axis] != t.shape[op.axis]:
+        raise AssertionError(f"scan layout {t.layout} does not hold axis {op.axis} in each thread")
+    srcs = [list(ctx[v]) for v in op.srcs]
+    outs = [list(regs) for regs in srcs]
+    for group in _groups(counts, strides, {op.axis}):
+        run = list(reversed(group)) if op.reverse else group
+        acc = [regs[run[0]] for regs in srcs]
+        for r in run[1:]:
+            acc = combine(ctx, op.combine, acc, [regs[r] for regs in srcs])
+            for k in range(len(outs)):
+                outs[k][r] = acc[k]
+    ctx.bind(op.results, outs)

@@ -1,0 +1,150 @@
+"""Ops that move elements between threads through shared memory:
+``convert_layout``, ``reshape``, ``permute``, ``join`` and ``split``.
+
+One mechanism serves them all (``exchange``): after a barrier, every thread
+writes its registers into the scratch buffer at a row-major index of the
+elements' coordinates, a barrier later it reads the registers of the result
+layout from the index of *their* coordinates.  The ops differ only in the
+index functions.  Several threads holding one element write the same value
+to the same place, which is harmless.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from llvmlite import ir as llir
+
+from .. import ir
+from ..ir.types import TileType, elem_type, shape_of
+from .kernel import I32, Ctx, byte_offset, layout_coordinates, linear_index, lowers
+from .memory import _from_memory, _to_memory
+from .scalar_base import memory_type
+
+IndexFn = Callable[[tuple], llir.Value]
+
+
+def tile_coordinates(ctx: Ctx, t) -> list[tuple]:
+    """Each register's coordinates; a scalar has one register at ``()``."""
+    if isinstance(t, TileType):
+        return layout_coordinates(ctx, t.layout, t.shape)
+    return [()]
+
+
+def row_major(ctx: Ctx, shape: tuple, extra: tuple = ()) -> IndexFn:
+    """Index function: the row-major index in ``shape`` of coordinates + ``extra``."""
+    return lambda coords: linear_index(ctx, tuple(coords) + tuple(I32(e) for e in extra), shape)
+
+
+def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[llir.Value] = None) -> list[list]:
+    """Write each ``(regs, type, index_fn)``, then read each ``(type, index_fn)``
+    through the scratch buffer; returns the lists read.  ``pred`` limits
+    which threads write."""
+    elem = elem_type(writes[0][1])
+    mem, size = memory_type(elem), _elem_bytes(elem)
+    numel = max(_numel(t) for t in [w[1] for w in writes] + [r[0] for r in reads])
+    base = ctx.smem(numel * size)
+    b = ctx.b
+    ctx.barrier()
+    with _maybe(b, pred):
+        for regs, t, index_of in writes:
+            for v, coords in zip(regs, tile_coordinates(ctx, t)):
+                b.store(_to_memory(ctx, v, elem), _address(b, base, index_of(coords), size), align=size)
+    ctx.barrier()
+    out = []
+    for t, index_of in reads:
+        out.append([_from_memory(ctx, b.load(_address(b, base, index_of(c), size), typ=mem, align=size), elem)
+                    for c in tile_coordinates(ctx, t)])
+    return out
+
+
+def stage_in_smem(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
+    """Write each ``(regs, type)`` row-major into a region of its own of the
+    scratch buffer; after a barrier, return the regions' start pointers."""
+    b = ctx.b
+    starts, offset = [], 0
+    for _, t in tiles:
+        starts.append(offset)
+        offset += -(-_numel(t) * _elem_bytes(t) // 16) * 16
+    base = ctx.smem(offset)
+    ctx.barrier()
+    regions = []
+    for (regs, t), start in zip(tiles, starts):
+        region = byte_offset(b, base, start)
+        index, size, elem = row_major(ctx, shape_of(t)), _elem_bytes(t), elem_type(t)
+        for v, coords in zip(regs, tile_coordinates(ctx, t)):
+            b.store(_to_memory(ctx, v, elem), _address(b, region, index(coords), size), align=size)
+        regions.append(region)
+    ctx.barrier()
+    return regions
+
+
+def _elem_bytes(t) -> int:
+    return max(1, elem_type(t).bits // 8)  # a pointer's bits are 64
+
+
+def _numel(t) -> int:
+    return t.numel if isinstance(t, TileType) else 1
+
+
+class _maybe:
+    """``with _maybe(b, pred):`` -- under ``if pred`` when there is one."""
+
+    def __init__(self, b: llir.IRBuilder, pred):
+        self.b, self.pred, self.cm = b, pred, None
+
+    def __enter__(self):
+        if self.pred is not None:
+            self.cm = self.b.if_then(self.pred)
+            self.cm.__enter__()
+
+    def __exit__(self, *exc):
+        if self.cm is not None:
+            return self.cm.__exit__(*exc)
+        return False
+
+
+def _address(b: llir.IRBuilder, base, index: llir.Value, size: int) -> llir.Value:
+    return byte_offset(b, base, b.mul(index, I32(size)))
+
+
+@lowers(ir.ConvertLayout)
+def _convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
+    src, dst = op.src.type, op.result.type
+    if src.layout == dst.layout:
+        ctx.bind(op.results, [ctx[op.src]])
+        return
+    index = row_major(ctx, src.shape)
+    ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, index)], [(dst, index)]))
+
+
+@lowers(ir.Reshape)
+def _reshape(ctx: Ctx, op: ir.Reshape) -> None:
+    src, dst = op.src.type, op.result.type
+    ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, row_major(ctx, shape_of(src)))],
+                                  [(dst, row_major(ctx, shape_of(dst)))]))
+
+
+@lowers(ir.Permute)
+def _permute(ctx: Ctx, op: ir.Permute) -> None:
+    """Result dim ``i`` is source dim ``order[i]``: write each element where the
+    result has it, read back row-major."""
+    dst = op.result.type
+    to_dst = row_major(ctx, dst.shape)
+
+    def index(coords):
+        return to_dst(tuple(coords[i] for i in op.order))
+    ctx.bind(op.results, exchange(ctx, [(ctx[op.src], op.src.type, index)], [(dst, to_dst)]))
+
+
+@lowers(ir.Join)
+def _join(ctx: Ctx, op: ir.Join) -> None:
+    dst = op.result.type
+    writes = [(ctx[v], v.type, row_major(ctx, dst.shape, (k,))) for k, v in enumerate((op.lhs, op.rhs))]
+    ctx.bind(op.results, exchange(ctx, writes, [(dst, row_major(ctx, dst.shape))]))
+
+
+@lowers(ir.Split)
+def _split(ctx: Ctx, op: ir.Split) -> None:
+    src = op.src.type
+    reads = [(r.type, row_major(ctx, src.shape, (k,))) for k, r in enumerate(op.results)]
+    ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, row_major(ctx, src.shape))], reads))
