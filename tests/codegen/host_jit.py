@@ -1,0 +1,116 @@
+"""Run ``scalar_cases.build_host_loop`` functions on this x86 host with MCJIT, so the
+emitters' target-independent IR is checked against the interpreter on values.
+
+x86 has no bf16 arithmetic: LLVM calls ``__truncsfbf2``/``__truncdfbf2`` to
+round to it, which this process lacks (libgcc 12 has only the f16 ones), so
+``LIBCALLS`` defines them here in LLVM IR (round to nearest even; f64 goes
+through f32 rounded to odd).  f16 uses F16C instructions and libgcc_s's
+``__truncdfhf2``; where libgcc_s lacks it, f16 cases skip (``missing_libcalls``).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir as llir
+
+from tilec.ir.interp_dtypes import memory_dtype
+from tilec.ir.types import elem_type
+
+from codegen.scalar_cases import build_host_loop, case_id
+
+LIBCALLS = """
+define bfloat @__truncsfbf2(float %x) {
+  %bits = bitcast float %x to i32
+  %nan = fcmp uno float %x, %x
+  %quiet = or i32 %bits, 4194304
+  %lsb = lshr i32 %bits, 16
+  %odd = and i32 %lsb, 1
+  %bias = add i32 %odd, 32767
+  %rounded = add i32 %bits, %bias
+  %pick = select i1 %nan, i32 %quiet, i32 %rounded
+  %high = lshr i32 %pick, 16
+  %half = trunc i32 %high to i16
+  %r = bitcast i16 %half to bfloat
+  ret bfloat %r
+}
+
+define bfloat @__truncdfbf2(double %x) {
+  %f = fptrunc double %x to float
+  %back = fpext float %f to double
+  %ax = call double @llvm.fabs.f64(double %x)
+  %ab = call double @llvm.fabs.f64(double %back)
+  %away = fcmp ogt double %ab, %ax
+  %inexact = fcmp one double %back, %x
+  %bits = bitcast float %f to i32
+  %less = sub i32 %bits, 1
+  %toward_zero = select i1 %away, i32 %less, i32 %bits
+  %sticky = zext i1 %inexact to i32
+  %odd = or i32 %toward_zero, %sticky
+  %g = bitcast i32 %odd to float
+  %r = call bfloat @__truncsfbf2(float %g)
+  ret bfloat %r
+}
+
+declare double @llvm.fabs.f64(double)
+"""
+
+F16_LIBCALLS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2")
+
+
+@functools.cache
+def _engine():
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    try:
+        llvm.load_library_permanently("libgcc_s.so.1")
+    except RuntimeError:
+        pass  # missing_libcalls() reports what that costs
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten())
+    helpers = llvm.parse_assembly(LIBCALLS)
+    helpers.verify()
+    return llvm.create_mcjit_compiler(helpers, machine)
+
+
+def missing_libcalls(op) -> list[str]:
+    """The libgcc functions an f16 case needs that this process lacks (an unresolved
+    call would crash, not fail)."""
+    _engine()
+    uses_f16 = any(str(elem_type(v.type)) == "f16" for v in op.operands + op.results)
+    return [n for n in F16_LIBCALLS if uses_f16 and llvm.address_of_symbol(n) is None]
+
+
+_COMPILED: dict[str, object] = {}
+
+
+def _compile(op):
+    """The host function for ``op``'s signature (compiled once per ``case_id``;
+    each gets its own symbol, as every module lives in one engine)."""
+    key = case_id(op)
+    if key not in _COMPILED:
+        name = f"k{len(_COMPILED)}"
+        module = llir.Module()
+        build_host_loop(module, name, op)
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        engine = _engine()
+        engine.add_module(parsed)
+        engine.finalize_object()
+        arity = len(op.operands) + 1
+        fnty = ctypes.CFUNCTYPE(None, ctypes.c_int64, *[ctypes.c_void_p] * arity)
+        _COMPILED[key] = fnty(engine.get_function_address(name))
+    return _COMPILED[key]
+
+
+def run(op, *memory_arrays: np.ndarray) -> np.ndarray:
+    """``op`` applied elementwise on the host to arrays in the interpreter's memory
+    form (all of one length); the result in memory form."""
+    fn = _compile(op)
+    arrays = [np.ascontiguousarray(a) for a in memory_arrays]
+    n = len(arrays[0])
+    out = np.zeros(n, memory_dtype(elem_type(op.results[0].type)))
+    fn(n, *[a.ctypes.data for a in arrays], out.ctypes.data)
+    return out

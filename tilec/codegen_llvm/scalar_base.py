@@ -1,0 +1,133 @@
+"""What every per-element LLVM emitter shares: IR element types as LLVM types,
+the context an emitter works in, the lowering table, and small builders for
+constants and intrinsic calls.
+
+The emitters (``scalar_ops``, ``scalar_math``, ``scalar_casts``) register
+themselves in ``LOWER`` with ``@lowers(OpClass)``; ``scalar_ops.emit_scalar``
+looks an op up there.  Each emitter gets one LLVM value per operand of one
+element and returns the result's LLVM value for that element.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from llvmlite import ir as llir
+from llvmlite.ir.types import _BaseFloatType
+
+from tilec.errors import TilecError
+from tilec.ir.core import Op
+from tilec.ir.types import PointerType, ScalarType, elem_type
+
+
+class BFloatType(_BaseFloatType):
+    """LLVM's ``bfloat``, which llvmlite 0.50 lacks.  Constants print as
+    ``0xRxxxx`` (the bf16 bits, rounded to nearest even), the only form LLVM
+    reads for every bfloat value."""
+
+    null = "0xR0000"
+    intrinsic_name = "bf16"
+
+    def __str__(self):
+        return "bfloat"
+
+    def format_constant(self, value):
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        if value != value:  # NaN: keep it quiet and do not round its payload into the sign
+            return f"0xR{(bits | 0x400000) >> 16:04X}"
+        return f"0xR{(bits + 0x7FFF + ((bits >> 16) & 1)) >> 16:04X}"
+
+
+BFloatType._create_instance()
+
+_FLOATS = {"f16": llir.HalfType(), "bf16": BFloatType(), "f32": llir.FloatType(), "f64": llir.DoubleType()}
+
+
+def llvm_type(t: ScalarType | PointerType) -> llir.Type:
+    """The LLVM register type of IR element type ``t`` (signedness is the op's business)."""
+    if isinstance(t, PointerType):
+        return llir.PointerType(addrspace=t.space)
+    return _FLOATS[t.name] if t.is_float else llir.IntType(t.bits)
+
+
+def memory_type(t: ScalarType | PointerType) -> llir.Type:
+    """The LLVM type of ``t`` in memory: ``i1`` is a byte (as the interpreter's memory form)."""
+    if isinstance(t, ScalarType) and t.is_bool:
+        return llir.IntType(8)
+    return llvm_type(t)
+
+
+@dataclass
+class ScalarContext:
+    """Where an emitter writes: ``arch`` is an NVIDIA arch (``"sm_80"``...) or
+    None/``"host"`` for host-JIT tests, which must get target-independent LLVM."""
+
+    builder: llir.IRBuilder
+    module: llir.Module
+    arch: Optional[str] = None
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.arch not in (None, "host")
+
+
+Emitter = Callable[[ScalarContext, Op, list], llir.Value]
+LOWER: dict[type, Emitter] = {}
+
+
+def lowers(*op_types: type) -> Callable[[Emitter], Emitter]:
+    """Register the decorated emitter ``fn(ctx, op, args) -> value`` for ``op_types``."""
+    def register(fn: Emitter) -> Emitter:
+        for op_type in op_types:
+            LOWER[op_type] = fn
+        return fn
+    return register
+
+
+def operand_type(op: Op, index: int = 0) -> ScalarType | PointerType:
+    """The element type of ``op``'s ``index``-th operand."""
+    return elem_type(op.operands[index].type)
+
+
+def result_type(op: Op) -> ScalarType | PointerType:
+    return elem_type(op.results[0].type)
+
+
+def const(t: llir.Type, value) -> llir.Constant:
+    return llir.Constant(t, value)
+
+
+def declare(ctx: ScalarContext, name: str, ret: llir.Type, params: list[llir.Type]) -> llir.Function:
+    """The function ``name`` of the module, declared on first use."""
+    fn = ctx.module.globals.get(name)
+    if fn is None:
+        fn = llir.Function(ctx.module, llir.FunctionType(ret, params), name)
+    return fn
+
+
+def call(ctx: ScalarContext, name: str, args: list, ret: Optional[llir.Type] = None) -> llir.Value:
+    """Call ``name`` (an intrinsic or a library function) on ``args``; returns
+    the first argument's type unless ``ret`` says otherwise."""
+    ret = args[0].type if ret is None else ret
+    return ctx.builder.call(declare(ctx, name, ret, [a.type for a in args]), args)
+
+
+def overloaded(base: str, *types: llir.Type) -> str:
+    """An overloaded intrinsic's name: ``overloaded("llvm.fma", f32)`` is ``llvm.fma.f32``."""
+    return ".".join([base] + [t.intrinsic_name for t in types])
+
+
+def resize_int(ctx: ScalarContext, x: llir.Value, src: ScalarType, bits: int) -> llir.Value:
+    """Integer ``x`` of type ``src`` as ``bits`` wide: sign- or zero-extended by
+    ``src``'s signedness (``i1`` zero-extends), truncated (wrapping) when narrower."""
+    if src.bits == bits:
+        return x
+    to = llir.IntType(bits)
+    if src.bits > bits:
+        return ctx.builder.trunc(x, to)
+    return ctx.builder.sext(x, to) if src.kind == "int" else ctx.builder.zext(x, to)
+
+
+def no_lowering(what: str) -> TilecError:
+    return TilecError(f"the NVIDIA backend has no per-element lowering for {what}")

@@ -1,0 +1,190 @@
+"""Per-element emitters of ``cast`` and ``bitcast``, by the interpreter's rules
+(``tilec.ir.interp_dtypes.cast``).
+
+Every float result is rounded once, even where LLVM would round twice: NVPTX
+turns ``sitofp i32 -> bfloat`` on sm_80 into ``cvt.rn.f32.s32`` then
+``cvt.rn.bf16.f32``.  So ints bound for bf16 go through f32 rounded to odd,
+whose one further rounding is correct; LLVM's own ``fptrunc double ->
+bfloat`` already rounds through odd on sm_80.  PTX's
+``cvt.rz`` has no LLVM intrinsic NVPTX selects, so round-toward-zero is
+round-to-nearest stepped back one ulp where it rounded away from zero.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as llir
+
+from tilec.ir import ops as ir
+from tilec.ir.types import PointerType, ScalarType, bf16, f32, f64
+
+from .scalar_base import (
+    call, const, llvm_type, lowers, no_lowering, operand_type, overloaded, resize_int,
+)
+
+I64 = llir.IntType(64)
+
+
+def _class(t) -> str:
+    """``bool``, ``int`` (either signedness), ``float`` or ``ptr``: what picks the cast rule."""
+    if isinstance(t, PointerType):
+        return "ptr"
+    return "int" if t.kind == "uint" else t.kind
+
+
+def _nonzero(ctx, x, src, dst, rounding):
+    """Anything -> ``i1`` is ``x != 0`` (NaN included, as Triton)."""
+    if _class(src) == "float":
+        return ctx.builder.fcmp_unordered("!=", x, const(x.type, 0.0))
+    return ctx.builder.icmp_unsigned("!=", x, const(x.type, None if _class(src) == "ptr" else 0))
+
+
+def _int_to_int(ctx, x, src, dst, rounding):
+    return resize_int(ctx, x, src, dst.bits)
+
+
+def _float_to_int(ctx, x, src, dst, rounding):
+    """Truncate, saturating, NaN -> 0 (``llvm.fpto[su]i.sat``, PTX ``cvt.rzi``);
+    f16/bf16 widen to f32 first (exact), so only f32/f64 sources reach LLVM."""
+    if src.bits == 16:
+        x = ctx.builder.fpext(x, llvm_type(f32))
+    base = "llvm.fptosi.sat" if dst.kind == "int" else "llvm.fptoui.sat"
+    to = llvm_type(dst)
+    return call(ctx, overloaded(base, to, x.type), [x], ret=to)
+
+
+# --------------------------------------------------------------------------- #
+# Rounding: to nearest even once, or toward zero
+# --------------------------------------------------------------------------- #
+
+def _step_toward_zero(ctx, y, exact):
+    """``y`` one ulp toward zero where ``|y| > |exact|`` (``exact`` as wide as ``y`` or wider).
+
+    Since ``y`` is then nonzero, decrementing its bits steps its magnitude down
+    without crossing zero; an overflowed infinity steps to the largest finite.
+    """
+    bld = ctx.builder
+    wide = exact.type
+    y_wide = y if y.type == wide else bld.fpext(y, wide)
+    fabs = overloaded("llvm.fabs", wide)
+    away = bld.fcmp_ordered(">", call(ctx, fabs, [y_wide]), call(ctx, fabs, [exact]))
+    bits = llir.IntType(_FLOAT_BITS[str(y.type)])
+    stepped = bld.bitcast(bld.sub(bld.bitcast(y, bits), const(bits, 1)), y.type)
+    return bld.select(away, stepped, y)
+
+
+_FLOAT_BITS = {"half": 16, "bfloat": 16, "float": 32, "double": 64}
+
+
+def _float_to_float(ctx, x, src, dst, rounding):
+    """Widening is exact (``fpext``); a narrowing rounds once to nearest even,
+    f16 <-> bf16 through f32 (where both are exact), then steps toward zero for ``rtz``."""
+    bld = ctx.builder
+    if src == dst:
+        return x
+    if dst.bits > src.bits:
+        return bld.fpext(x, llvm_type(dst))
+    source = bld.fpext(x, llvm_type(f32)) if src.bits == dst.bits else x
+    y = bld.fptrunc(source, llvm_type(dst))
+    if rounding == "rtz":
+        y = _step_toward_zero(ctx, y, source)
+    return y
+
+
+_EXACT_INT_BITS = {32: 24, 64: 53}  # float width -> widest int it holds exactly
+
+
+def _int_in_float(ctx, x, src, wide, rounding):
+    """Int ``x`` as float type ``wide`` (f32 or f64), rounded toward zero
+    (``rtz``) or to odd (``rtne``: the sticky bit makes one later rounding to
+    a narrower type exact); exact when ``wide`` holds every value of ``src``.
+
+    From LLVM's nearest ``d``: ``d`` is above ``|x|`` when converting it back
+    (saturating) overshoots ``x``, or ``d`` is past the int type (2**31...)."""
+    bld, signed, to = ctx.builder, src.kind == "int", llvm_type(wide)
+    d = (bld.sitofp if signed else bld.uitofp)(x, to)
+    if src.bits <= _EXACT_INT_BITS[wide.bits]:
+        return d
+    back = _float_to_int(ctx, d, wide, src, rounding)
+    top = bld.fcmp_ordered(">=", d, const(to, 2.0 ** (src.bits - 1 if signed else src.bits)))
+    icmp = bld.icmp_signed if signed else bld.icmp_unsigned
+    zero = const(x.type, 0)
+    above = bld.or_(top, bld.select(icmp(">=", x, zero), icmp(">", back, x), icmp("<", back, x)))
+    bits_type = llir.IntType(wide.bits)
+    bits = bld.bitcast(d, bits_type)
+    truncated = bld.select(above, bld.sub(bits, const(bits_type, 1)), bits)
+    if rounding == "rtne":
+        inexact = bld.or_(top, bld.icmp_unsigned("!=", back, x))
+        truncated = bld.or_(truncated, bld.zext(inexact, bits_type))
+    return bld.bitcast(truncated, to)
+
+
+def _int_to_float(ctx, x, src, dst, rounding):
+    """To nearest: ``[su]itofp``, one rounding, except for bf16, which NVPTX
+    reaches through f32 with two (f16 is safe: ints that f32 rounds overflow
+    f16 anyway).  bf16 and ``rtz`` go through ``_int_in_float`` and one more
+    float rounding.  (The odd rounding is in integer bits so that LLVM cannot
+    fold it back into a direct ``sitofp``, as it does with an exact f64 step.)"""
+    bld = ctx.builder
+    if rounding == "rtne" and dst != bf16:
+        return (bld.sitofp if src.kind == "int" else bld.uitofp)(x, llvm_type(dst))
+    wide = f64 if dst == f64 else f32
+    return _float_to_float(ctx, _int_in_float(ctx, x, src, wide, rounding), wide, dst, rounding)
+
+
+# --------------------------------------------------------------------------- #
+# Pointers
+# --------------------------------------------------------------------------- #
+
+def _ptr_to_int(ctx, x, src, dst, rounding):
+    """The address, truncated (wrapping) to a narrower int."""
+    return ctx.builder.ptrtoint(x, llvm_type(dst))
+
+
+def _int_to_ptr(ctx, x, src, dst, rounding):
+    """The int extended to 64 bits by its signedness (``inttoptr`` alone zero-extends)."""
+    return ctx.builder.inttoptr(resize_int(ctx, x, src, 64), llvm_type(dst))
+
+
+def _ptr_to_ptr(ctx, x, src, dst, rounding):
+    """The same address in ``dst``'s space.  NVPTX casts only to and from the
+    generic space (0), so a cast between two others goes through it."""
+    if src.space == dst.space:
+        return x
+    bld = ctx.builder
+    if 0 not in (src.space, dst.space):
+        x = bld.addrspacecast(x, llir.PointerType(addrspace=0))
+    return bld.addrspacecast(x, llvm_type(dst))
+
+
+_CASTS = {  # (source class, destination class) -> emitter(ctx, x, src, dst, rounding)
+    ("int", "int"): _int_to_int, ("bool", "int"): _int_to_int,
+    ("int", "float"): _int_to_float, ("bool", "float"): _int_to_float,
+    ("float", "int"): _float_to_int,
+    ("float", "float"): _float_to_float,
+    ("ptr", "int"): _ptr_to_int,
+    ("int", "ptr"): _int_to_ptr, ("bool", "ptr"): _int_to_ptr,
+    ("ptr", "ptr"): _ptr_to_ptr,
+}
+
+
+@lowers(ir.Cast)
+def _cast(ctx, op, args):
+    src, dst, (x,) = operand_type(op), op.to, args
+    if isinstance(dst, ScalarType) and dst.is_bool:
+        return x if src == dst else _nonzero(ctx, x, src, dst, op.rounding)
+    emitter = _CASTS.get((_class(src), _class(dst)))
+    if emitter is None:
+        raise no_lowering(f"a cast from {src} to {dst}")
+    return emitter(ctx, x, src, dst, op.rounding)
+
+
+@lowers(ir.Bitcast)
+def _bitcast(ctx, op, args):
+    """The same bits as ``op.to``; pointers go through ``i64`` (LLVM does not
+    bitcast pointers to non-pointers)."""
+    src, dst, (x,) = operand_type(op), op.to, args
+    bld, to = ctx.builder, llvm_type(dst)
+    if isinstance(src, PointerType):
+        x = bld.ptrtoint(x, I64)
+    if isinstance(dst, PointerType):
+        return bld.inttoptr(bld.bitcast(x, I64) if x.type != I64 else x, to)
+    return x if x.type == to else bld.bitcast(x, to)
