@@ -1,13 +1,13 @@
 """Per-element emitters of ``cast`` and ``bitcast``, by the interpreter's rules
 (``tilec.ir.interp_dtypes.cast``).
 
-Every float result is rounded once, even where LLVM would round twice: NVPTX
-turns ``sitofp i32 -> bfloat`` on sm_80 into ``cvt.rn.f32.s32`` then
+Every float result is rounded once, even where LLVM would round twice:
+NVPTX turns ``sitofp i32 -> bfloat`` on sm_80 into ``cvt.rn.f32.s32`` then
 ``cvt.rn.bf16.f32``.  So ints bound for bf16 go through f32 rounded to odd,
-whose one further rounding is correct; LLVM's own ``fptrunc double ->
-bfloat`` already rounds through odd on sm_80.  PTX's
-``cvt.rz`` has no LLVM intrinsic NVPTX selects, so round-toward-zero is
-round-to-nearest stepped back one ulp where it rounded away from zero.
+whose one further rounding is correct (LLVM's own ``fptrunc double ->
+bfloat`` already rounds through odd on sm_80).  PTX's ``cvt.rz`` has no LLVM
+intrinsic that NVPTX selects, so round-toward-zero is round-to-nearest
+stepped back one ulp where it rounded away from zero.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .scalar_base import (
 )
 
 I64 = llir.IntType(64)
+_FLOAT_BITS = {"half": 16, "bfloat": 16, "float": 32, "double": 64}
 
 
 def _class(t) -> str:
@@ -55,23 +56,28 @@ def _float_to_int(ctx, x, src, dst, rounding):
 # Rounding: to nearest even once, or toward zero
 # --------------------------------------------------------------------------- #
 
-def _step_toward_zero(ctx, y, exact):
-    """``y`` one ulp toward zero where ``|y| > |exact|`` (``exact`` as wide as ``y`` or wider).
-
-    Since ``y`` is then nonzero, decrementing its bits steps its magnitude down
-    without crossing zero; an overflowed infinity steps to the largest finite.
-    """
+def _toward_zero_or_odd(ctx, y, away, inexact, rounding):
+    """Float ``y``, rounded to nearest, made ``rounding``'s result: one ulp toward
+    zero where it rounded ``away`` from zero, and for ``rtne`` (round to odd)
+    its lowest bit set where ``inexact``.  ``y`` is nonzero where ``away``, so
+    decrementing its bits never crosses zero; an overflowed infinity steps to
+    the largest finite value."""
     bld = ctx.builder
-    wide = exact.type
-    y_wide = y if y.type == wide else bld.fpext(y, wide)
-    fabs = overloaded("llvm.fabs", wide)
+    bits_type = llir.IntType(_FLOAT_BITS[str(y.type)])
+    bits = bld.bitcast(y, bits_type)
+    bits = bld.select(away, bld.sub(bits, const(bits_type, 1)), bits)
+    if rounding == "rtne":
+        bits = bld.or_(bits, bld.zext(inexact, bits_type))
+    return bld.bitcast(bits, y.type)
+
+
+def _step_toward_zero(ctx, y, exact):
+    """``y`` one ulp toward zero where ``|y| > |exact|`` (``exact`` as wide as ``y`` or wider)."""
+    bld = ctx.builder
+    y_wide = y if y.type == exact.type else bld.fpext(y, exact.type)
+    fabs = overloaded("llvm.fabs", exact.type)
     away = bld.fcmp_ordered(">", call(ctx, fabs, [y_wide]), call(ctx, fabs, [exact]))
-    bits = llir.IntType(_FLOAT_BITS[str(y.type)])
-    stepped = bld.bitcast(bld.sub(bld.bitcast(y, bits), const(bits, 1)), y.type)
-    return bld.select(away, stepped, y)
-
-
-_FLOAT_BITS = {"half": 16, "bfloat": 16, "float": 32, "double": 64}
+    return _toward_zero_or_odd(ctx, y, away, None, "rtz")
 
 
 def _float_to_float(ctx, x, src, dst, rounding):
@@ -95,26 +101,23 @@ _EXACT_INT_BITS = {32: 24, 64: 53}  # float width -> widest int it holds exactly
 def _int_in_float(ctx, x, src, wide, rounding):
     """Int ``x`` as float type ``wide`` (f32 or f64), rounded toward zero
     (``rtz``) or to odd (``rtne``: the sticky bit makes one later rounding to
-    a narrower type exact); exact when ``wide`` holds every value of ``src``.
-
-    From LLVM's nearest ``d``: ``d`` is above ``|x|`` when converting it back
-    (saturating) overshoots ``x``, or ``d`` is past the int type (2**31...)."""
-    bld, signed, to = ctx.builder, src.kind == "int", llvm_type(wide)
-    d = (bld.sitofp if signed else bld.uitofp)(x, to)
+    a narrower type exact); exact when ``wide`` holds every value of ``src``."""
+    bld, signed = ctx.builder, src.kind == "int"
+    d = (bld.sitofp if signed else bld.uitofp)(x, llvm_type(wide))
     if src.bits <= _EXACT_INT_BITS[wide.bits]:
         return d
     back = _float_to_int(ctx, d, wide, src, rounding)
-    top = bld.fcmp_ordered(">=", d, const(to, 2.0 ** (src.bits - 1 if signed else src.bits)))
-    icmp = bld.icmp_signed if signed else bld.icmp_unsigned
-    zero = const(x.type, 0)
-    above = bld.or_(top, bld.select(icmp(">=", x, zero), icmp(">", back, x), icmp("<", back, x)))
-    bits_type = llir.IntType(wide.bits)
-    bits = bld.bitcast(d, bits_type)
-    truncated = bld.select(above, bld.sub(bits, const(bits_type, 1)), bits)
-    if rounding == "rtne":
-        inexact = bld.or_(top, bld.icmp_unsigned("!=", back, x))
-        truncated = bld.or_(truncated, bld.zext(inexact, bits_type))
-    return bld.bitcast(truncated, to)
+    past_range = bld.fcmp_ordered(">=", d, const(d.type, 2.0 ** (src.bits - 1 if signed else src.bits)))
+    away = bld.or_(past_range, _overshoots(ctx, back, x, signed))
+    inexact = bld.or_(past_range, bld.icmp_unsigned("!=", back, x))
+    return _toward_zero_or_odd(ctx, d, away, inexact, rounding)
+
+
+def _overshoots(ctx, back, x, signed):
+    """Whether ``back`` (the rounded ``x`` converted back) is farther from zero than ``x``."""
+    icmp = ctx.builder.icmp_signed if signed else ctx.builder.icmp_unsigned
+    positive = icmp(">=", x, const(x.type, 0))
+    return ctx.builder.select(positive, icmp(">", back, x), icmp("<", back, x))
 
 
 def _int_to_float(ctx, x, src, dst, rounding):
