@@ -1,0 +1,1 @@
+"""GPU and host benchmarks of tilec (scripts; see README.md here)."""
