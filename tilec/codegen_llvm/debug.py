@@ -2,7 +2,7 @@
 
 ``print`` calls CUDA's ``vprintf`` once per element of the program (only
 the thread that owns an element prints it, replicas stay quiet), as
-``pid (x, y, z) idx (i, j) prefix: value``.  ``assert`` calls
+``pid (x, y, z) idx (i, j) prefix: value`` (the interpreter's form, plus the index).  ``assert`` calls
 ``__assertfail`` (which stops the kernel with an error the host sees) in
 every thread that holds a false element.
 """
@@ -27,7 +27,8 @@ def _string(ctx: Ctx, text: str) -> llir.Value:
         arr = llir.ArrayType(llir.IntType(8), len(data))
         g = llir.GlobalVariable(ctx.module, arr, name)
         g.global_constant, g.linkage, g.initializer = True, "private", llir.Constant(arr, data)
-    return ctx.b.bitcast(g, GENERIC)
+        g.type = GENERIC  # see Ctx.smem
+    return g
 
 
 def _printf_arg(ctx: Ctx, v: llir.Value, t, hex_: bool):
@@ -47,10 +48,11 @@ def _vprintf(ctx: Ctx, fmt: str, args: list) -> None:
     b = ctx.b
     struct = llir.LiteralStructType([a.type for a in args])
     buf = b.alloca(struct)
+    buf.type = GENERIC  # llvmlite types it with a typed pointer; LLVM 22 has opaque ones only
     for i, a in enumerate(args):
         b.store(a, b.gep(buf, [I32(0), I32(i)], inbounds=True, source_etype=struct))
     vprintf = ctx.declare("vprintf", I32, [GENERIC, GENERIC])
-    b.call(vprintf, [_string(ctx, fmt), b.addrspacecast(buf, GENERIC) if buf.type != GENERIC else buf])
+    b.call(vprintf, [_string(ctx, fmt), buf])
 
 
 @lowers(ir.Print)
@@ -66,7 +68,7 @@ def _print(ctx: Ctx, op: ir.Print) -> None:
             values = [_printf_arg(ctx, ctx[v][i if len(ctx[v]) > 1 else 0], elem_type(v.type), op.hex)
                       for v in op.values]
             idx = f" idx ({', '.join(['%d'] * len(where))})" if where else ""
-            fmt = f"pid (%d, %d, %d){idx} {op.prefix}" + ", ".join(f for f, _ in values) + "\n"
+            fmt = f"pid (%d, %d, %d){idx} {op.prefix}: " + " ".join(f for f, _ in values) + "\n"
             _vprintf(ctx, fmt, pids + list(where) + [x for _, x in values])
         _guarded(ctx, owner, emit, None)
 
