@@ -22,6 +22,12 @@ settings.register_profile(
 )
 settings.load_profile("tilec")
 
+if os.environ.get("TILEC_TEST_DEVICE") == "cuda":  # run the host suite's launches on the GPU too
+    import tilec
+    from device_mirror import mirror_launches
+
+    mirror_launches(tilec.JITFunction)
+
 
 def gpu_available() -> bool:
     """True when a CUDA device can be used (through torch, or the driver itself)."""

@@ -1,0 +1,116 @@
+"""Run the host test suite's kernels on a CUDA device (``TILEC_TEST_DEVICE=cuda``).
+
+With the variable set, ``conftest.py`` installs ``mirror_launches``: every
+``kernel[grid](...)`` a test makes with numpy arrays runs first on the host
+interpreter (on copies: a kernel the interpreter rejects -- an out-of-bounds
+access a test expects, say -- raises as before and never reaches the GPU),
+then on the GPU with the arrays' bytes mirrored into device memory, and the
+GPU's bytes are copied back into the test's arrays.  The test's own numpy
+assertions then judge the GPU's results: the same hypothesis-drawn inputs,
+the same checks, another machine.
+
+A mirrored argument is a one-element torch tensor at the address that
+corresponds to the array's data pointer inside a device copy of the array's
+whole byte span (strided and negative-stride views keep working: a kernel
+only ever sees the address), placed at the same address modulo 256 so
+alignment specialization sees what the host saw.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from typing import Any
+
+import numpy as np
+
+ALIGN = 256
+
+
+def byte_span(a: np.ndarray) -> tuple[int, int]:
+    """[lo, hi): the bytes an array's elements occupy."""
+    ptr = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return ptr, ptr
+    lo = hi = ptr
+    for n, s in zip(a.shape, a.strides):
+        reach = (n - 1) * s
+        lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
+    return lo, hi + a.itemsize
+
+
+class Mirror:
+    """A device copy of one host array's byte span."""
+
+    def __init__(self, a: np.ndarray):
+        import torch
+
+        self.host = a
+        self.lo, hi = byte_span(a)
+        n = hi - self.lo
+        self.shift = self.lo % ALIGN
+        self.device = torch.empty(n + 2 * ALIGN, dtype=torch.uint8, device="cuda")
+        self.start = (-self.device.data_ptr()) % ALIGN + self.shift
+        self.view = self.device[self.start:self.start + n]
+        self.view.copy_(torch.from_numpy(self._host_bytes().copy()))
+
+    def _host_bytes(self) -> np.ndarray:
+        n = self.view.numel()
+        return np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(self.lo)) if n else np.empty(0, np.uint8)
+
+    def argument(self):
+        """A one-element tensor of the array's dtype at the device twin of its data pointer."""
+        at = self.start + self.host.__array_interface__["data"][0] - self.lo
+        return self.device[at:at + self.host.itemsize].view(_torch_dtype(self.host.dtype))
+
+    def copy_back(self) -> None:
+        self._host_bytes()[:] = self.view.cpu().numpy()
+
+
+def _torch_dtype(dtype: np.dtype):
+    import torch
+
+    name = "bfloat16" if dtype.name == "bfloat16" else dtype.name
+    return {"bool": torch.bool}.get(name) or getattr(torch, name)
+
+
+def _mirror(value: Any, mirrors: list) -> Any:
+    if isinstance(value, np.ndarray):
+        m = Mirror(value)
+        mirrors.append(m)
+        return m.argument()
+    return value
+
+
+def mirror_launches(jit_function_class) -> None:
+    """Make ``JITFunction.run`` run host launches on the interpreter, then the GPU."""
+    host_run = jit_function_class.run
+
+    def run(self, *args, grid, **kwargs):
+        arrays = [v for v in list(args) + list(kwargs.values()) if isinstance(v, np.ndarray)]
+        if not arrays:
+            return host_run(self, *args, grid=grid, **kwargs)
+        _interpret_on_copies(host_run, self, args, kwargs, grid)
+        mirrors: list[Mirror] = []
+        dev_args = [_mirror(a, mirrors) for a in args]
+        dev_kwargs = {k: _mirror(v, mirrors) for k, v in kwargs.items()}
+        host_run(self, *dev_args, grid=grid, **dev_kwargs)
+        sys.modules["torch"].cuda.synchronize()
+        for m in mirrors:
+            m.copy_back()
+
+    jit_function_class.run = run
+
+
+def _interpret_on_copies(host_run, kernel, args, kwargs, grid) -> None:
+    """Run on the interpreter with every array copied (errors raise as on the host)."""
+    host_run(kernel, *[_copy(a) for a in args], grid=grid, **{k: _copy(v) for k, v in kwargs.items()})
+
+
+def _copy(v: Any) -> Any:
+    """An array over a copy of ``v``'s byte span, with ``v``'s shape and strides."""
+    if not isinstance(v, np.ndarray) or v.size == 0:
+        return v.copy() if isinstance(v, np.ndarray) else v
+    lo, hi = byte_span(v)
+    raw = np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo)).copy()
+    offset = v.__array_interface__["data"][0] - lo
+    return np.ndarray(v.shape, v.dtype, buffer=raw, offset=offset, strides=v.strides)
