@@ -36,3 +36,13 @@ class CompilationError(LocatedError):
 class InterpreterError(LocatedError):
     """A kernel that compiled but did something invalid while running on the host
     (out-of-bounds access, misaligned pointer, failed ``device_assert``)."""
+
+
+class OutOfResources(TilecError):
+    """A compiled kernel needs more of a per-block resource (shared memory,
+    registers) than the GPU has: ``resource``, ``needed`` and ``limit`` say
+    which and by how much (Triton's name for the same error)."""
+
+    def __init__(self, kernel: str, resource: str, needed: int, limit: int, detail: str, hint: str):
+        self.kernel, self.resource, self.needed, self.limit = kernel, resource, needed, limit
+        super().__init__(f"kernel `{kernel}` needs {detail}, over the limit of {limit}; {hint}")

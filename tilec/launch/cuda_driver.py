@@ -6,8 +6,12 @@ Everything here is a thin, checked wrapper over the driver API:
   package or no driver raises ``CudaUnavailable`` so callers can fall back to
   the host;
 * ``check()`` turns a ``CUresult`` into ``CudaError``;
-* ``primary_context`` / ``load_ptx`` / ``get_function`` share the device's
-  primary context (the one torch uses) and cache modules per (device, PTX);
+* ``primary_context`` / ``load_ptx`` / ``load_image`` / ``get_function`` share
+  the device's primary context (the one torch uses) and cache modules per
+  (device, image); ``enter_context`` makes one current for a launch without
+  changing the caller's current device for good;
+* ``function_attribute``, ``pointer_device`` and ``synchronize`` serve the
+  launcher's resource checks, device lookup and ``TILEC_SYNC=1`` mode;
 * ``ArgPacker`` is built once per kernel signature and packs a launch's values
   into one pre-built buffer plus a ``void**`` to its slots, so ``launch`` hands
   ``cuLaunchKernel`` a plain address (≈5 µs/launch on H100, see FACTS.md).
@@ -55,7 +59,11 @@ def driver() -> Any:
     global _driver
     if _driver is None:
         mod = _import_bindings()
-        (err,) = mod.cuInit(0)
+        try:
+            (err,) = mod.cuInit(0)
+        except Exception as e:  # cuda-bindings 13 raises when libcuda.so itself is missing
+            raise CudaUnavailable(f"no CUDA driver: {str(e).rstrip('.')}; kernels can still run on the host "
+                                  "with numpy arrays") from None
         if _code(err) != 0:
             name, description = _describe(err, mod)
             raise CudaUnavailable(f"no CUDA driver: {name} ({description}) from cuInit; "
@@ -116,16 +124,44 @@ def check(result: Sequence[Any], what: str) -> Any:
 _contexts: dict[int, Any] = {}
 
 
-def primary_context(device: int = 0) -> Any:
-    """The device's primary context (shared with torch), retained once and made current."""
-    drv = driver()
+def retain_primary_context(device: int = 0) -> Any:
+    """The device's primary context (shared with torch), retained once."""
     ctx = _contexts.get(device)
     if ctx is None:
+        drv = driver()
         dev = check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
         ctx = check(drv.cuDevicePrimaryCtxRetain(dev), f"retaining the primary context of device {device}")
         _contexts[device] = ctx
-    check(drv.cuCtxSetCurrent(ctx), f"making device {device}'s context current")
     return ctx
+
+
+def primary_context(device: int = 0) -> Any:
+    """The device's primary context, retained once and made current."""
+    ctx = retain_primary_context(device)
+    check(driver().cuCtxSetCurrent(ctx), f"making device {device}'s context current")
+    return ctx
+
+
+def enter_context(ctx: Any, handle: int) -> bool:
+    """Make ``ctx`` (whose ``int()`` is ``handle``) current for a load or a launch.
+
+    When another context is current (torch's, on another device) ours is
+    pushed over it and True is returned: call ``leave_context`` afterwards so
+    the caller's current device is what it was.  One ``cuCtxGetCurrent`` when
+    ours is already current, the usual case."""
+    current = int(check(_driver.cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    if current == handle:
+        return False
+    if current == 0:  # nothing current: ours may stay
+        check(_driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        return False
+    check(_driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    return True
+
+
+def leave_context() -> None:
+    """Undo an ``enter_context`` that returned True."""
+    check(_driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
 def device_count() -> int:
@@ -173,13 +209,19 @@ _modules: dict[tuple[int, str], Module] = {}
 
 def load_ptx(ptx: str, device: int = 0) -> Module:
     """Load PTX text on ``device`` (JIT-compiled by the driver), cached per (device, PTX)."""
-    key = (device, hashlib.sha256(ptx.encode()).hexdigest())
+    return load_image(ptx.encode(), device, "PTX")
+
+
+def load_image(image: bytes, device: int = 0, kind: str = "cubin") -> Module:
+    """Load a cubin (or PTX, ``kind`` says which for errors) on ``device``,
+    cached per (device, image)."""
+    key = (device, hashlib.sha256(image).hexdigest())
     module = _modules.get(key)
     if module is None:
         primary_context(device)
-        image = ctypes.create_string_buffer(ptx.encode())  # NUL-terminated, as the driver requires
-        handle = check(driver().cuModuleLoadData(ctypes.addressof(image)),
-                       f"loading PTX on device {device} (cuModuleLoadData)")
+        data = ctypes.create_string_buffer(image)  # NUL-terminated, as the driver requires of PTX
+        handle = check(driver().cuModuleLoadData(ctypes.addressof(data)),
+                       f"loading {kind} on device {device} (cuModuleLoadData)")
         module = _modules[key] = Module(handle, device)
     return module
 
@@ -204,6 +246,22 @@ def set_max_dynamic_shared(kernel: Kernel, nbytes: int) -> None:
     check(drv.cuFuncSetAttribute(kernel.handle, attr, nbytes),
           f"kernel `{kernel.name}`: allowing {nbytes} bytes of dynamic shared memory")
     kernel.dynamic_shared_limit = nbytes
+
+
+def function_attribute(kernel: Kernel, name: str) -> int:
+    """``cuFuncGetAttribute``: ``name`` is a ``CU_FUNC_ATTRIBUTE_*`` suffix such as ``"NUM_REGS"``."""
+    drv = driver()
+    attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
+    return check(drv.cuFuncGetAttribute(attr, kernel.handle), f"kernel `{kernel.name}`: reading {name}")
+
+
+def pointer_device(address: int) -> int:
+    """The ordinal of the device whose memory ``address`` points into (for
+    arrays that only expose ``__cuda_array_interface__``, which does not say)."""
+    drv = driver()
+    attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    return check(drv.cuPointerGetAttribute(attr, address),
+                 f"finding the device of address {address:#x} (is it device memory?)")
 
 
 # --- arguments --------------------------------------------------------------
@@ -316,3 +374,11 @@ def launch(kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, in
         raise CudaError(_code(err), name, description,
                         f"kernel `{kernel.name}`: launching grid {tuple(grid)} x block {tuple(block)} "
                         f"with {shared_bytes} bytes of shared memory")
+
+
+def synchronize(stream: Any, what: str) -> None:
+    """Wait for ``stream`` (a ``CUstream`` or int handle); a fault of any work
+    queued before raises ``CudaError`` naming ``what``."""
+    if type(stream) is int:
+        stream = _stream(stream)
+    check(driver().cuStreamSynchronize(stream), what)
