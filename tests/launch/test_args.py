@@ -28,13 +28,19 @@ class FakeCudaArray:
 
 
 class FakeDlpackArray:
-    """An array known only through DLPack: its device type and a dtype name."""
+    """An array known only through DLPack: its device says ``device_type``, its
+    capsule is a host numpy array's (the launch layer only reads the address
+    and dtype from it)."""
 
-    def __init__(self, device_type, dtype="float32"):
-        self.device_type, self.dtype = device_type, dtype
+    def __init__(self, device_type, dtype="float32", device_index=0):
+        self.device_type, self.device_index = device_type, device_index
+        self.memory = np.zeros(4, dtype)
+
+    def __dlpack__(self, stream=None):
+        return self.memory.__dlpack__()
 
     def __dlpack_device__(self):
-        return (self.device_type, 0)
+        return (self.device_type, self.device_index)
 
 
 # --------------------------------------------------------------------------- #
@@ -158,8 +164,25 @@ def test_cuda_array_interface_is_a_device_pointer(typestr, elem):
 
 @pytest.mark.parametrize("device_type, place", [(2, "cuda"), (10, "rocm")])
 def test_dlpack_device_arrays(device_type, place):
-    a = classify(FakeDlpackArray(device_type, "float16"))
-    assert a.type == PointerType(ScalarType("f16")) and a.place == place
+    array = FakeDlpackArray(device_type, "float16", device_index=3)
+    a = classify(array)
+    assert a.type == PointerType(ScalarType("f16")) and (a.place, a.device) == (place, 3)
+    assert a.value == array.memory.ctypes.data  # read from the capsule
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "float64"])
+def test_dlpack_address_and_dtype_come_from_the_capsule(dtype):
+    from tilec.launch.dlpack import dlpack_address_and_dtype
+
+    memory = np.zeros(9, dtype)[2:]  # an offset view: the address is data + byte_offset
+    assert dlpack_address_and_dtype(memory) == (memory.ctypes.data, dtype)
+
+
+def test_cuda_array_interface_device_index():
+    assert classify(FakeCudaArray()).device is None  # the launcher asks the driver
+    both = FakeCudaArray()
+    both.__dlpack_device__ = lambda: (2, 5)  # CuPy exposes both
+    assert classify(both).device == 5
 
 
 def test_dlpack_unknown_device_is_rejected():

@@ -13,12 +13,16 @@ it, the value the launcher passes, and where its memory lives.
 * arrays become pointers to their element type: numpy arrays and CPU torch
   tensors live on the ``"host"``; torch CUDA tensors and objects exposing
   ``__cuda_array_interface__`` or a CUDA/ROCm ``__dlpack_device__`` live on a
-  device.  A pointer whose address is 16-byte aligned carries
+  device (``device`` is its index when the array says; an array with only
+  ``__cuda_array_interface__`` does not, and the launcher asks the driver).
+  A DLPack array's address and dtype are read from its capsule (``dlpack.py``).
+  A pointer whose address is 16-byte aligned carries
   ``("divisibility", 16)``.  bf16 host memory is passed as an ``int16`` view
   of the same bytes (numpy has no bf16); the IR type says it is bf16.
 """
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -28,6 +32,7 @@ import numpy as np
 from ..ir.types import (
     PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64, u8, u16, u32, u64,
 )
+from .dlpack import dlpack_address_and_dtype
 
 DIVISIBLE_16 = (("divisibility", 16),)
 
@@ -43,14 +48,15 @@ _NUMPY_SCALAR = {t: np.dtype(n).type for n, t in ELEM_TYPES.items() if n != "bfl
 _DLPACK_PLACES = {1: "host", 2: "cuda", 10: "rocm"}
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)  # not frozen: a frozen init costs a µs, and there is one per argument per launch
 class KernelArg:
     """One bound argument, classified.
 
     ``type`` is the IR type (``None`` for a constexpr); ``value`` the
     constexpr's value or what the launcher passes (a host numpy array, a
     device address, a typed numpy scalar); ``place`` where an array's memory
-    lives (``None`` for scalars and constexprs).
+    lives (``None`` for scalars and constexprs) and ``device`` the index of
+    the device there (``None`` on the host or when the array does not say).
     """
 
     name: str
@@ -58,6 +64,7 @@ class KernelArg:
     value: Any
     attrs: tuple = ()
     place: Optional[str] = None
+    device: Optional[int] = None
 
     @property
     def is_constexpr(self) -> bool:
@@ -76,6 +83,9 @@ def classify_arg(name: str, value: Any, constexpr: bool, kernel: str) -> KernelA
     where = f"argument `{name}` of kernel `{kernel}`"
     if constexpr:
         return _constexpr_arg(name, value, where)
+    make = _MAKER_OF_TYPE.get(type(value))
+    if make is not None:
+        return make(name, value, where)
     for accepts, make in _CLASSIFIERS:
         if accepts(value):
             return make(name, value, where)
@@ -91,7 +101,12 @@ def is_array(value: Any) -> bool:
 # constexprs and scalars
 # --------------------------------------------------------------------------- #
 
+_PLAIN_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
+
+
 def _constexpr_arg(name: str, value: Any, where: str) -> KernelArg:
+    if type(value) in _PLAIN_CONSTEXPR:  # the usual case, with nothing to check (this runs every launch)
+        return KernelArg(name, None, value)
     if is_array(value):
         raise TypeError(f"{where} is a tl.constexpr: pass a plain Python value, got {type(value).__name__}")
     if isinstance(value, np.generic):
@@ -139,13 +154,30 @@ def _float_arg(name: str, value: float, where: str) -> KernelArg:
 
 
 def _numpy_scalar_arg(name: str, value: np.generic, where: str) -> KernelArg:
-    t = _elem_type(value.dtype.name, where)
+    t = _elem_type_of(value.dtype, _dtype_name, where)
     attrs = _divisibility(int(value)) if t.is_int and not t.is_bool else ()
     return KernelArg(name, t, value, attrs)
 
 
 def _divisibility(n: int) -> tuple:
     return DIVISIBLE_16 if n % 16 == 0 else ()
+
+
+_ELEM_OF_DTYPE: dict[Any, ScalarType] = {}
+
+
+def _elem_type_of(dtype: Any, name_of: Callable[[Any], str], where: str) -> ScalarType:
+    """``_elem_type(name_of(dtype))``, remembered per dtype object (a numpy or
+    torch dtype, a typestr): naming a dtype costs microseconds, every launch."""
+    t = _ELEM_OF_DTYPE.get(dtype)
+    if t is None:
+        t = _ELEM_OF_DTYPE[dtype] = _elem_type(name_of(dtype), where)
+    return t
+
+
+def _dtype_name(dtype: Any) -> str:
+    """numpy's name for a numpy dtype or typestr, torch's without ``torch.``."""
+    return str(dtype).removeprefix("torch.") if type(dtype).__module__ == "torch" else np.dtype(dtype).name
 
 
 def _elem_type(dtype_name: str, where: str) -> ScalarType:
@@ -160,13 +192,19 @@ def _elem_type(dtype_name: str, where: str) -> ScalarType:
 # --------------------------------------------------------------------------- #
 
 def _numpy_arg(name: str, a: np.ndarray, where: str) -> KernelArg:
-    t = _elem_type(a.dtype.name, where)
+    t = _elem_type_of(a.dtype, _dtype_name, where)
     memory = a.view(np.int16) if t == bf16 else a  # ml_dtypes bf16: same bytes, a dtype numpy knows
     return _pointer_arg(name, t, memory, a.__array_interface__["data"][0], "host")
 
 
-def _pointer_arg(name: str, elem: ScalarType, value: Any, address: int, place: str) -> KernelArg:
-    return KernelArg(name, PointerType(elem), value, _divisibility(address), place)
+def _pointer_arg(name: str, elem: ScalarType, value: Any, address: int, place: str,
+                 device: Optional[int] = None) -> KernelArg:
+    return KernelArg(name, _pointer_to(elem), value, _divisibility(address), place, device)
+
+
+@functools.cache
+def _pointer_to(elem: ScalarType) -> PointerType:
+    return PointerType(elem)
 
 
 def _is_torch_tensor(value: Any) -> bool:
@@ -175,9 +213,10 @@ def _is_torch_tensor(value: Any) -> bool:
 
 
 def _torch_arg(name: str, t: Any, where: str) -> KernelArg:
-    elem = _elem_type(str(t.dtype).removeprefix("torch."), where)
+    elem = _elem_type_of(t.dtype, _dtype_name, where)
     if t.device.type != "cpu":
-        return _pointer_arg(name, elem, t.data_ptr(), t.data_ptr(), t.device.type)
+        address = t.data_ptr()
+        return _pointer_arg(name, elem, address, address, t.device.type, t.device.index)
     t = t.detach()
     host = (t.view(sys.modules["torch"].int16) if elem == bf16 else t).numpy()  # shares t's memory
     return _pointer_arg(name, elem, host, t.data_ptr(), "host")
@@ -185,23 +224,36 @@ def _torch_arg(name: str, t: Any, where: str) -> KernelArg:
 
 def _cuda_array_arg(name: str, value: Any, where: str) -> KernelArg:
     iface = value.__cuda_array_interface__
-    elem = _elem_type(np.dtype(iface["typestr"]).name, where)
+    elem = _elem_type_of(iface["typestr"], _dtype_name, where)
     address = iface["data"][0]
-    return _pointer_arg(name, elem, address, address, "cuda")
+    return _pointer_arg(name, elem, address, address, "cuda", _dlpack_device_index(value))
+
+
+def _dlpack_device_index(value: Any) -> Optional[int]:
+    """The device index an array with ``__dlpack_device__`` reports (CuPy, torch), else None."""
+    return int(value.__dlpack_device__()[1]) if hasattr(value, "__dlpack_device__") else None
 
 
 def _dlpack_arg(name: str, value: Any, where: str) -> KernelArg:
-    device_type, _ = value.__dlpack_device__()
+    device_type, device_index = value.__dlpack_device__()
     place = _DLPACK_PLACES.get(int(device_type))
     if place is None:
         raise TypeError(f"{where}: arrays on DLPack device type {device_type} are not supported")
     if place == "host":
         return _numpy_arg(name, np.from_dlpack(value), where)
-    elem = _elem_type(str(value.dtype).rsplit(".", 1)[-1], where)
-    return KernelArg(name, PointerType(elem), value, (), place)  # the address is the backend's to read
+    address, dtype = dlpack_address_and_dtype(value)
+    return _pointer_arg(name, _elem_type(dtype or "an unknown DLPack dtype", where), address, address,
+                        place, int(device_index))
 
 
 _ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg)
+
+# Exact types that decide their classification alone (duck-typed arrays never
+# do: one JAX type holds host and device arrays); everything else goes down
+# _CLASSIFIERS.
+_MAKER_OF_TYPE: dict[type, Callable[[str, Any, str], KernelArg]] = {
+    type(None): _none_arg, bool: _bool_arg, int: _int_arg, float: _float_arg, np.ndarray: _numpy_arg,
+}
 
 # First match wins: numpy scalars before Python ones (np.float64 is a float),
 # bool before int (bool is an int).

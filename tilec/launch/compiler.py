@@ -1,5 +1,9 @@
 """One specialized variant of a kernel: Python function + argument specs ->
-tile IR (built, checked, optimized), held by a ``CompiledKernel``.
+tile IR (built, checked, optimized) and, for a GPU target, the stages of
+``nvidia.py`` (layouts, LLVM IR, PTX, cubin), held by a ``CompiledKernel``.
+
+Targets are ``"host"`` (the interpreter runs ``fn``) and the NVIDIA archs
+``sm_80 sm_86 sm_89 sm_90 sm_90a``; compiling for one needs no GPU.
 
 With ``TILEC_CHECK=1`` in the environment (the test suite sets it) the IR as
 built is verified and must read back from its text form unchanged; the pass
@@ -10,11 +14,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..ir.core import Function
 from ..ir.printer import print_function
+from ..targets.nvptx import ARCHS
 from .args import KernelArg
+
+HOST = "host"
+TARGETS = (HOST,) + ARCHS
+
+
+def check_target(target: Any) -> str:
+    """``target`` when tilec compiles for it; a ValueError naming the valid ones otherwise."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; tilec compiles for {', '.join(TARGETS)}")
+    return target
 
 
 @dataclass(frozen=True)
@@ -32,19 +47,43 @@ class Options:
             raise ValueError(f"num_warps must be a power of two, got {self.num_warps}")
 
 
+@dataclass
+class KernelMetadata:
+    """What a variant needs and uses.  ``shared`` is the dynamic shared memory
+    per block in bytes (requested at launch); ``registers`` (per thread) and the
+    spill byte counts come from ``ptxas -v`` and are None without ptxas (or on
+    the host)."""
+
+    name: str
+    target: str
+    num_warps: int
+    num_stages: int
+    shared: int = 0
+    registers: Optional[int] = None
+    spill_stores: Optional[int] = None
+    spill_loads: Optional[int] = None
+
+
 @dataclass(eq=False)
 class CompiledKernel:
-    """A kernel compiled for one specialization.
+    """A kernel compiled for one specialization and target.
 
-    ``fn`` is the optimized IR the launchers run; ``asm`` holds its text
-    forms by stage: ``"tir"`` (as built, before passes) and ``"tir-opt"``.
+    ``fn`` is the optimized tile IR (the host launcher interprets it); ``asm``
+    holds every stage's output by name: ``"tir"`` (as built, before passes),
+    ``"tir-opt"``, then for a GPU target ``"tir-gpu"`` (layouts assigned),
+    ``"llir"`` (optimized LLVM IR), ``"ptx"`` and ``"cubin"`` (bytes; only when
+    ptxas is found).  ``runtime`` is the launcher's per-device state (the
+    loaded function and argument packer), filled on first launch.
     """
 
     name: str
     fn: Function
     specs: tuple
     options: Options
-    asm: dict[str, str] = field(default_factory=dict)
+    target: str = HOST
+    asm: dict[str, Any] = field(default_factory=dict)
+    metadata: Optional[KernelMetadata] = None
+    runtime: dict = field(default_factory=dict)
 
     def runtime_args(self, args: Sequence[KernelArg]) -> list:
         """The values of ``fn``'s arguments, picked by name from the classified ``args``."""
@@ -52,18 +91,27 @@ class CompiledKernel:
         return [by_name[n] for n in self.fn.arg_names]
 
 
-def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options) -> CompiledKernel:
-    """Build, check and optimize the IR of ``pyfn`` specialized for ``args``."""
+def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options,
+                    target: str = HOST) -> CompiledKernel:
+    """Build, check and optimize the IR of ``pyfn`` specialized for ``args``,
+    then run ``target``'s stages."""
     from ..ast_parse import build_ir  # the front end pulls in the whole language: load it on first compile
 
     from ..opt import optimize
 
     specs = tuple(_arg_spec(a) for a in args)
     built = build_ir(pyfn, list(specs))
-    _check(built)
+    check_ir(built)
     tir = print_function(built)
     fn = optimize(built)
-    return CompiledKernel(built.name, fn, specs, options, {"tir": tir, "tir-opt": print_function(fn)})
+    metadata = KernelMetadata(built.name, target, options.num_warps, options.num_stages)
+    compiled = CompiledKernel(built.name, fn, specs, options, target,
+                              {"tir": tir, "tir-opt": print_function(fn)}, metadata)
+    if target != HOST:
+        from .nvidia import compile_for_gpu  # loads LLVM: only GPU targets need it
+
+        compile_for_gpu(compiled)
+    return compiled
 
 
 def _arg_spec(a: KernelArg):
@@ -72,7 +120,8 @@ def _arg_spec(a: KernelArg):
     return ArgSpec(a.name, a.type, a.value if a.is_constexpr else None, a.attrs)
 
 
-def _check(fn: Function) -> None:
+def check_ir(fn: Function) -> None:
+    """Under ``TILEC_CHECK=1``: ``fn`` verifies and survives its text form."""
     if os.environ.get("TILEC_CHECK", "") in ("", "0"):  # the pass manager reads it the same way
         return
     from ..ir.verify import check_roundtrip, verify_function

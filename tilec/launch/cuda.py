@@ -1,19 +1,207 @@
-"""Launches compiled kernels on NVIDIA GPUs through cuda-python (the NVIDIA backend; not built yet)."""
+"""Launches compiled kernels on NVIDIA GPUs (the driver layer is ``cuda_driver.py``).
+
+A launch on device arrays, after ``jit.py`` has classified the arguments:
+
+1. the device: the arrays' device index (torch, DLPack and CuPy arrays say; for
+   an array with only ``__cuda_array_interface__`` the driver is asked);
+2. ``target``: that device's arch, which picks the variant ``jit.py`` compiles;
+3. the first launch of a variant on a device ``load``s its cubin (its PTX when
+   ptxas was missing at compile time), checks its registers, opts in to its
+   dynamic shared memory and builds its ``ArgPacker``, all kept in a ``Loaded``
+   in ``compiled.runtime[device]``;
+4. every launch: the parameter values in order, packed into the pre-built
+   buffer, ``cuLaunchKernel`` on the stream: ``stream=`` if given, else torch's
+   current stream on that device when torch has set up CUDA, else the legacy
+   default stream 0.
+
+A launch is asynchronous: a fault inside the kernel (an illegal address...)
+surfaces at a later synchronization, without the kernel's name.  With
+``TILEC_SYNC=1`` in the environment (read when a kernel is loaded) every launch
+synchronizes its stream and such a fault raises ``CudaError`` naming the kernel.
+"""
 from __future__ import annotations
 
-from typing import Sequence
+import functools
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
 
 from ..errors import TilecError
+from ..ir.types import PointerType
+from ..targets.nvptx import ARCHS, WARP_SIZE
+from . import cuda_driver as cd
 from .args import KernelArg
 from .compiler import CompiledKernel
+from .nvidia import check_registers
+
+# What ``kernel.compile(...)`` targets for CUDA arrays on a machine with no usable GPU.
+FALLBACK_TARGET = "sm_90"
+
+# Errors that stay with the context once a kernel has faulted: every later
+# call reports them, so the launch that sees one is usually not the culprit.
+STICKY_ERRORS = frozenset({
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT",
+})
 
 
-def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg]) -> None:
-    """Run ``compiled`` over ``grid`` on device arrays."""
-    raise TilecError("running on NVIDIA GPUs comes with the NVIDIA backend (not built yet); "
-                     "pass numpy arrays to run on the host")
-
-
+@functools.cache
 def available() -> bool:
-    """True when kernels can run on an NVIDIA GPU here: the backend is built and a device is present."""
-    return False  # the NVIDIA backend is the next milestone
+    """True when kernels can run on an NVIDIA GPU here (cuda-python, a driver and a device)."""
+    try:
+        return cd.device_count() > 0
+    except TilecError:
+        return False
+
+
+# --- which device, which variant ----------------------------------------------
+def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
+    """The arch of the device the arrays live on (raises CudaUnavailable without CUDA)."""
+    return _device_arch(_resolve_device(args, device))
+
+
+def default_target(args: Sequence[KernelArg], device: Optional[int]) -> str:
+    """``kernel.compile``'s target for CUDA arrays: their device's arch, or
+    ``FALLBACK_TARGET`` on a machine with no usable GPU (compiling needs none)."""
+    return target(args, device) if available() else FALLBACK_TARGET
+
+
+@functools.cache
+def _device_arch(device: int) -> str:
+    arch = cd.compute_capability(device)
+    if arch not in ARCHS:
+        raise TilecError(f"CUDA device {device} ({cd.device_name(device)}) is {arch}; "
+                         f"tilec compiles for {', '.join(ARCHS)}")
+    return arch
+
+
+def _resolve_device(args: Sequence[KernelArg], device: Optional[int]) -> int:
+    """``device``, or the device of the first array's memory when no array said."""
+    if device is not None:
+        return device
+    return cd.pointer_device(next(a.value for a in args if a.place is not None))
+
+
+# --- loading --------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Loaded:
+    """A variant ready to launch on one device: everything a launch needs, computed once."""
+
+    kernel: cd.Kernel
+    context: Any
+    context_handle: int
+    packer: cd.ArgPacker
+    positions: tuple[int, ...]  # index into the classified args of each kernel parameter
+    block: tuple[int, int, int]
+    shared: int
+    sync: bool
+
+
+def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Loaded:
+    """Load ``compiled`` on ``device`` (its primary context), check it fits, build its packer."""
+    ctx = cd.retain_primary_context(device)
+    pushed = cd.enter_context(ctx, int(ctx))
+    try:
+        kernel = cd.get_function(_load_module(compiled, device), compiled.name)
+        threads = compiled.options.num_warps * WARP_SIZE
+        if compiled.metadata.registers is None:  # no ptxas at compile time: ask the driver now
+            check_registers(compiled.name, cd.function_attribute(kernel, "NUM_REGS"), threads)
+        cd.set_max_dynamic_shared(kernel, compiled.metadata.shared)
+    finally:
+        if pushed:
+            cd.leave_context()
+    names = [a.name for a in args]
+    return Loaded(kernel, ctx, int(ctx), parameter_packer(compiled),
+                  tuple(names.index(n) for n in compiled.fn.arg_names),
+                  (threads, 1, 1), compiled.metadata.shared, sync_requested())
+
+
+def _load_module(compiled: CompiledKernel, device: int) -> cd.Module:
+    cubin = compiled.asm.get("cubin")
+    if cubin is not None:
+        try:
+            return cd.load_image(cubin, device, "cubin")
+        except cd.CudaError:
+            pass  # a cubin from a newer ptxas than this driver knows: the driver compiles the PTX instead
+    return cd.load_ptx(compiled.asm["ptx"], device)
+
+
+def parameter_packer(compiled: CompiledKernel) -> cd.ArgPacker:
+    """The packer for the kernel's parameters: ``fn.args`` in order, pointers as addresses."""
+    return cd.ArgPacker(["ptr" if isinstance(a.type, PointerType) else a.type.name for a in compiled.fn.args])
+
+
+def sync_requested() -> bool:
+    """``TILEC_SYNC=1``: synchronize after every launch so faults name their kernel."""
+    return os.environ.get("TILEC_SYNC", "") not in ("", "0")
+
+
+# --- streams --------------------------------------------------------------------
+def current_stream(device: int) -> int:
+    """torch's current stream on ``device`` once torch has set up CUDA (so kernels
+    queue behind torch's work), else the legacy default stream 0."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return 0
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # 10x cheaper than current_stream()
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+
+
+def stream_handle(stream: Any) -> Any:
+    """What ``cuLaunchKernel`` takes for a user's ``stream=``: an int handle, a
+    torch stream (``.cuda_stream``), a CuPy stream (``.ptr``), an object with
+    ``__cuda_stream__`` (cuda.core), or a cuda-python ``CUstream`` as it is."""
+    if type(stream) is int:
+        return stream
+    for attribute in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attribute, None)
+        if isinstance(handle, int):
+            return handle
+    if hasattr(stream, "__cuda_stream__"):
+        return stream.__cuda_stream__()[1]
+    if isinstance(stream, cd.driver().CUstream):
+        return stream
+    raise TypeError(f"stream= takes an int handle, a torch or CuPy stream or a CUstream, "
+                    f"got {type(stream).__name__}")
+
+
+# --- the launch -----------------------------------------------------------------
+_last_launched: list[str] = [""]  # the kernel name a sticky error most likely belongs to
+
+
+def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
+           device: Optional[int], stream: Any = None) -> None:
+    """Run ``compiled`` over ``grid`` on ``device`` (None: ask the driver where the arrays live)."""
+    if 0 in grid:
+        return  # an empty grid launches nothing (the driver would reject it)
+    if device is None:
+        device = _resolve_device(args, device)
+    loaded = compiled.runtime.get(device)
+    if loaded is None:
+        loaded = compiled.runtime[device] = load(compiled, args, device)
+    stream = current_stream(device) if stream is None else stream_handle(stream)
+    values = [args[i].value for i in loaded.positions]
+    pushed = cd.enter_context(loaded.context, loaded.context_handle)
+    try:
+        cd.launch(loaded.kernel, grid, loaded.block, loaded.shared, stream, loaded.packer, values)
+        if loaded.sync:
+            cd.synchronize(stream, f"kernel `{compiled.name}`: running it (TILEC_SYNC=1 synchronizes after "
+                                   "every launch)")
+    except cd.CudaError as e:
+        raise _blame_earlier(e) from None
+    finally:
+        if pushed:
+            cd.leave_context()
+    _last_launched[0] = compiled.name
+
+
+def _blame_earlier(error: cd.CudaError) -> cd.CudaError:
+    """``error``, pointing at the previous launch when it is a sticky fault it left behind."""
+    if error.name not in STICKY_ERRORS or not _last_launched[0] or "TILEC_SYNC" in error.what:
+        return error
+    return cd.CudaError(error.code, error.name, error.description,
+                        f"{error.what} (a sticky error: it most likely comes from an earlier kernel, "
+                        f"such as `{_last_launched[0]}`, the last one tilec launched; rerun with "
+                        "TILEC_SYNC=1 to check every launch)")

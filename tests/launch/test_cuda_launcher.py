@@ -1,0 +1,361 @@
+"""The CUDA launcher's plumbing, everywhere: a fake driver layer stands in for
+``cuda_driver`` (the real compile pipeline runs), so argument order and
+packing, devices, streams, caching, resource checks, the sync mode and the
+no-CUDA path are checked without a GPU.  ``test_cuda_launch.py`` runs the
+same launcher on a real one."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as tl
+from tilec.errors import OutOfResources, TilecError
+from tilec.launch import cuda, cuda_driver as cd
+from tilec.launch.jit import LAUNCHERS
+from tilec.targets import ptxas
+
+
+@tilec.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@tilec.jit
+def scalars_kernel(out_ptr, a, b, c, flag):
+    tl.store(out_ptr, (a + b + c.to(tl.int64)) * flag.to(tl.int64))
+
+
+class FakeCudaArray:
+    """A CUDA array as CuPy exposes it (``device`` None: only ``__cuda_array_interface__``)."""
+
+    def __init__(self, address=0x7F00_0000_0000, device=0, typestr="<f4"):
+        self.__cuda_array_interface__ = {"shape": (64,), "typestr": typestr, "data": (address, False), "version": 3}
+        if device is not None:
+            self.__dlpack_device__ = lambda: (2, device)
+
+
+class FakeGPU:
+    """Records what the launcher asks of the driver layer; one ``sm_90`` device per index."""
+
+    def __init__(self, monkeypatch, arch="sm_90"):
+        self.arch, self.launches, self.loads, self.syncs, self.shared_opt_ins = arch, [], [], [], []
+        self.registers, self.rejected, self.pointer_devices = 32, set(), {}
+        for name in ("compute_capability", "device_name", "device_count", "retain_primary_context", "enter_context",
+                     "leave_context", "load_image", "load_ptx", "get_function", "function_attribute",
+                     "set_max_dynamic_shared", "launch", "synchronize", "pointer_device"):
+            monkeypatch.setattr(cd, name, getattr(self, name))
+
+    def compute_capability(self, device=0):
+        return self.arch
+
+    def device_name(self, device=0):
+        return "Fake GPU"
+
+    def device_count(self):
+        return 2
+
+    def retain_primary_context(self, device=0):
+        return 1000 + device
+
+    def enter_context(self, ctx, handle):
+        return False
+
+    def leave_context(self):
+        raise AssertionError("never pushed")
+
+    def load_image(self, image, device=0, kind="cubin"):
+        if kind in self.rejected:
+            raise cd.CudaError(209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "", f"loading {kind}")
+        self.loads.append((kind, device))
+        return cd.Module(handle=len(self.loads), device=device)
+
+    def load_ptx(self, ptx, device=0):
+        assert ".visible .entry" in ptx
+        return self.load_image(ptx.encode(), device, "PTX")
+
+    def get_function(self, module, name):
+        return cd.Kernel(handle=("function", name), name=name, device=module.device)
+
+    def function_attribute(self, kernel, name):
+        assert name == "NUM_REGS"
+        return self.registers
+
+    def set_max_dynamic_shared(self, kernel, nbytes):
+        self.shared_opt_ins.append(nbytes)
+
+    def launch(self, kernel, grid, block, shared, stream, packer, values):
+        packer.pack(values)
+        self.launches.append(dict(name=kernel.name, device=kernel.device, grid=grid, block=block, shared=shared,
+                                  stream=stream, values=list(packer.unpack()), packer=packer))
+
+    def synchronize(self, stream, what):
+        self.syncs.append((stream, what))
+
+    def pointer_device(self, address):
+        return self.pointer_devices.get(address, 0)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """A fake GPU; the launcher's cached device facts are forgotten before and after."""
+    for cached in (cuda.available, cuda._device_arch):
+        cached.cache_clear()
+    monkeypatch.delenv("TILEC_SYNC", raising=False)
+    monkeypatch.setitem(sys.modules, "torch", None)  # no torch: the default stream is 0
+    yield FakeGPU(monkeypatch)
+    for cached in (cuda.available, cuda._device_arch):
+        cached.cache_clear()
+
+
+def fresh(kernel):
+    return tilec.jit(kernel.fn)
+
+
+def arrays(n=3, device=0):
+    return [FakeCudaArray(0x7F00_0000_0000 + 0x10000 * i, device) for i in range(n)]
+
+
+# --- launching ------------------------------------------------------------------
+def test_launch_packs_parameters_in_order(gpu):
+    k = fresh(add_kernel)
+    x, y, out = arrays()
+    k[(5,)](x, y, out, 600)
+    (launch,) = gpu.launches
+    assert launch["values"] == [0x7F00_0000_0000, 0x7F00_0001_0000, 0x7F00_0002_0000, 600]
+    assert (launch["name"], launch["grid"], launch["block"], launch["shared"], launch["stream"]) == \
+        ("add_kernel", (5, 1, 1), (128, 1, 1), 0, 0)
+    assert gpu.loads == [("cubin", 0)]
+    (compiled,) = k.cache.values()
+    assert compiled.target == "sm_90" and set(compiled.runtime) == {0}
+
+
+def test_second_launch_reuses_the_loaded_kernel_and_packer(gpu):
+    k = fresh(add_kernel)
+    x, y, out = arrays()
+    k[(1,)](x, y, out, 100)
+    k[(2,)](x, y, out, 200, num_warps=4)
+    first, second = gpu.launches
+    assert len(gpu.loads) == 1 and first["packer"] is second["packer"] and second["values"][3] == 200
+
+
+def test_num_warps_sets_the_block_and_a_variant(gpu):
+    k = fresh(add_kernel)
+    k[(1,)](*arrays(), 100, num_warps=8)
+    assert gpu.launches[0]["block"] == (256, 1, 1)
+    assert next(iter(k.cache.values())).metadata.num_warps == 8
+
+
+def test_parameters_follow_the_ir_when_the_front_end_drops_one(gpu):
+    k = fresh(add_kernel)
+    k[(1,)](*arrays(), 1)  # n == 1 is specialized away: the kernel takes three pointers
+    assert len(gpu.launches[0]["values"]) == 3
+
+
+def test_scalar_kinds(gpu):
+    k = fresh(scalars_kernel)
+    k[(1,)](FakeCudaArray(typestr="<i8"), 7, 2**40, 0.5, True)
+    assert gpu.launches[0]["values"] == [0x7F00_0000_0000, 7, 2**40, 0.5, True]
+    assert gpu.launches[0]["packer"].kinds == ("ptr", "i32", "i64", "f32", "i1")
+
+
+@pytest.mark.parametrize("form", ["tuple", "lambda"])
+def test_grids(gpu, form):
+    grid = (3, 2) if form == "tuple" else lambda meta: (tilec.cdiv(meta["n"], meta["BLOCK"]), 2)
+    add_kernel[grid](*arrays(), 300)
+    assert gpu.launches[-1]["grid"] == (3, 2, 1)
+
+
+def test_empty_grid_launches_nothing(gpu):
+    add_kernel[(0,)](*arrays(), 300)
+    assert gpu.launches == []
+
+
+# --- devices --------------------------------------------------------------------
+def test_arrays_on_device_one_run_there(gpu):
+    k = fresh(add_kernel)
+    k[(1,)](*arrays(device=1), 100)
+    assert gpu.launches[0]["device"] == 1 and gpu.loads == [("cubin", 1)]
+
+
+def test_arrays_on_two_devices_are_an_error_naming_them(gpu):
+    x, y, out = arrays()
+    y.__dlpack_device__ = lambda: (2, 1)
+    with pytest.raises(ValueError, match=r"different devices \(cuda:0: `x_ptr`, `out_ptr`; cuda:1: `y_ptr`\)"):
+        add_kernel[(1,)](x, y, out, 100)
+    assert gpu.launches == []
+
+
+def test_device_of_interface_only_arrays_comes_from_the_driver(gpu):
+    x, y, out = arrays(device=None)
+    gpu.pointer_devices[x.__cuda_array_interface__["data"][0]] = 1
+    fresh(add_kernel)[(1,)](x, y, out, 100)
+    assert gpu.launches[0]["device"] == 1
+
+
+def test_host_and_device_arrays_mixed_is_an_error_before_launch(gpu):
+    x, _, out = arrays()
+    with pytest.raises(ValueError) as e:
+        add_kernel[(1,)](x, np.zeros(4, np.float32), out, 4)
+    assert str(e.value) == ("kernel `add_kernel` got arrays on different devices (cuda: `x_ptr`, `out_ptr`; "
+                            "host: `y_ptr`); pass them all on the host or all on one device")
+    assert gpu.launches == []
+
+
+def test_an_arch_tilec_does_not_know_is_named(gpu):
+    gpu.arch = "sm_75"
+    with pytest.raises(TilecError, match=r"CUDA device 0 \(Fake GPU\) is sm_75; tilec compiles for sm_80, sm_86"):
+        fresh(add_kernel)[(1,)](*arrays(), 100)
+
+
+# --- streams --------------------------------------------------------------------
+class TorchLikeStream:
+    cuda_stream = 0x5000
+
+
+class CupyLikeStream:
+    ptr = 0x6000
+
+
+class CudaCoreLikeStream:
+    def __cuda_stream__(self):
+        return (0, 0x7000)
+
+
+@pytest.mark.parametrize("stream, handle", [(0x4000, 0x4000), (TorchLikeStream(), 0x5000),
+                                            (CupyLikeStream(), 0x6000), (CudaCoreLikeStream(), 0x7000)])
+def test_stream_argument(gpu, stream, handle):
+    add_kernel[(1,)](*arrays(), 100, stream=stream)
+    assert gpu.launches[-1]["stream"] == handle
+
+
+def test_a_bad_stream_is_named(gpu, monkeypatch):
+    monkeypatch.setattr(cd, "driver", lambda: types.SimpleNamespace(CUstream=type("CUstream", (), {})))
+    with pytest.raises(TypeError, match="stream= takes an int handle, a torch or CuPy stream or a CUstream, got str"):
+        add_kernel[(1,)](*arrays(), 100, stream="fast")
+
+
+def test_torch_current_stream_is_the_default(monkeypatch):
+    raw = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x9000 + device)
+    initialized = types.SimpleNamespace(is_initialized=lambda: True)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(_C=raw, cuda=initialized))
+    assert cuda.current_stream(1) == 0x9001
+    initialized.is_initialized = lambda: False  # torch imported, CUDA never used: nothing to order behind
+    assert cuda.current_stream(1) == 0
+
+
+# --- loading and resources --------------------------------------------------------
+def test_cubin_the_driver_rejects_falls_back_to_ptx(gpu):
+    gpu.rejected = {"cubin"}
+    fresh(add_kernel)[(1,)](*arrays(), 100)
+    assert gpu.loads == [("PTX", 0)] and len(gpu.launches) == 1
+    gpu.rejected = {"cubin", "PTX"}
+    with pytest.raises(cd.CudaError, match="loading PTX"):
+        fresh(add_kernel)[(1,)](*arrays(), 100)
+
+
+def test_without_ptxas_registers_are_checked_at_load(gpu, monkeypatch):
+    monkeypatch.setattr(ptxas, "find_ptxas", lambda: None)
+    k = fresh(add_kernel)
+    compiled = k.compile(*arrays(), 100, target="sm_90", num_warps=16)
+    assert "cubin" not in compiled.asm and compiled.metadata.registers is None
+    gpu.registers = 255
+    with pytest.raises(OutOfResources, match=r"kernel `add_kernel` needs 255 registers per thread x 512 threads "
+                                             r"= 130560 registers per block, over the limit of 65536"):
+        k[(1,)](*arrays(), 100, num_warps=16)
+    gpu.registers = 64
+    k[(1,)](*arrays(), 100, num_warps=16)
+    assert gpu.loads[-1] == ("PTX", 0)
+
+
+def test_dynamic_shared_memory_is_requested(gpu):
+    @tilec.jit
+    def transpose(x, o, N: tl.constexpr):
+        r = tl.arange(0, N)
+        tl.store(o + r[:, None] * N + r[None, :], tl.trans(tl.load(x + r[:, None] * N + r[None, :])))
+
+    transpose[(1,)](*arrays(2), N=128, num_warps=8)
+    (launch,) = gpu.launches
+    assert launch["shared"] == 65536 and gpu.shared_opt_ins == [65536]
+
+
+# --- errors after launch ----------------------------------------------------------
+def test_sync_mode_names_the_kernel(gpu, monkeypatch):
+    monkeypatch.setenv("TILEC_SYNC", "1")
+
+    def fault(stream, what):
+        raise cd.CudaError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered", what)
+
+    monkeypatch.setattr(cd, "synchronize", fault)
+    with pytest.raises(cd.CudaError, match=r"^kernel `add_kernel`: running it \(TILEC_SYNC=1 synchronizes after "
+                                           r"every launch\): CUDA_ERROR_ILLEGAL_ADDRESS"):
+        fresh(add_kernel)[(1,)](*arrays(), 100)
+
+
+def test_without_sync_mode_nothing_waits(gpu):
+    fresh(add_kernel)[(1,)](*arrays(), 100)
+    assert gpu.syncs == []
+
+
+def test_a_sticky_error_points_at_the_previous_kernel(gpu, monkeypatch):
+    fresh(scalars_kernel)[(1,)](FakeCudaArray(typestr="<i8"), 7, 2**40, 0.5, True)
+
+    def sticky(kernel, *rest):
+        raise cd.CudaError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "", f"kernel `{kernel.name}`: launching")
+
+    monkeypatch.setattr(cd, "launch", sticky)
+    with pytest.raises(cd.CudaError, match=r"kernel `add_kernel`: launching \(a sticky error: .* such as "
+                                           r"`scalars_kernel`, the last one tilec launched; rerun with TILEC_SYNC=1"):
+        fresh(add_kernel)[(1,)](*arrays(), 100)
+
+
+# --- no CUDA --------------------------------------------------------------------
+def test_no_cuda_python_is_a_clear_error_and_the_host_still_works(monkeypatch):
+    for cached in (cuda.available, cuda._device_arch):
+        cached.cache_clear()
+    monkeypatch.setattr(cd, "_driver", None)
+    monkeypatch.setattr(cd, "BINDINGS", ("tilec_no_such_pkg.driver",))
+    k = fresh(add_kernel)
+    with pytest.raises(cd.CudaUnavailable, match=r"needs cuda-python: install tilec\[cuda\].*run on the host"):
+        k[(1,)](*arrays(), 100)
+    assert not cuda.available() and not k.cache  # failed before compiling
+    assert k.compile(*arrays(), 100).target == "sm_90"  # compiling needs no GPU
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros_like(x)
+    k[(1,)](x, x, out, 100)
+    np.testing.assert_array_equal(out, 2 * x)
+    cuda.available.cache_clear()
+
+
+def test_compile_targets_the_device_of_cuda_arrays(gpu):
+    gpu.arch = "sm_86"
+    assert fresh(add_kernel).compile(*arrays(), 100).target == "sm_86"
+
+
+def test_launchers_are_registered():
+    assert LAUNCHERS["cuda"] is cuda
+
+
+# --- cost -----------------------------------------------------------------------
+def test_host_side_cost_of_a_launch(gpu, monkeypatch):
+    """Everything a launch does in Python, with the driver call itself a no-op:
+    bind, classify, variant lookup, grid, pack."""
+    monkeypatch.setattr(cd, "launch", lambda kernel, grid, block, shared, stream, packer, values: packer.pack(values))
+    k = fresh(add_kernel)
+    args = arrays()
+    k[(4,)](*args, 512)
+    samples = []
+    for _ in range(2000):
+        t0 = time.perf_counter_ns()
+        k[(4,)](*args, 512)
+        samples.append(time.perf_counter_ns() - t0)
+    us = statistics.median(samples) / 1000
+    print(f"\n[cuda launcher] host-side cost of a 4-argument launch, driver call excluded: {us:.2f} us")
+    assert us < 200  # a sanity bound for slow CI machines; the GPU test bounds the real launch

@@ -1,0 +1,144 @@
+"""The NVIDIA compile pipeline: optimized tile IR -> layouts -> LLVM IR -> PTX -> cubin.
+
+A target is data (``targets.nvptx.nvptx_target(arch)``) plus an ordered list
+of stages, as in Triton's backends.  ``STAGES`` holds them as ``(name, fn)``:
+each ``fn(previous, build)`` takes the previous stage's output and the shared
+``Build`` (target, options, metadata to fill) and returns its own output,
+which lands in ``CompiledKernel.asm[name]`` (IR as text, the cubin as bytes).
+
+Nothing here needs a GPU or a driver: ``kernel.compile(..., target="sm_90")``
+runs everywhere.  The cubin stage needs ``ptxas`` (the ``nvidia-cuda-nvcc``
+wheel); without it the pipeline stops at PTX, which the driver compiles at
+load time, and the resource checks wait for the load (``cuda.py``).
+
+``TILEC_DUMP`` naming a stage (``TILEC_DUMP=tir-gpu,llir,ptx``) prints that
+stage's output to stderr as it is made.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ..errors import OutOfResources
+from ..ir.core import Function
+from ..ir.printer import print_function
+from ..targets.base import Target
+from .compiler import CompiledKernel, KernelMetadata, Options, check_ir
+
+# 64 K 32-bit registers per block on every arch tilec targets (sm_80 ... sm_90a).
+REGISTERS_PER_BLOCK = 64 * 1024
+
+
+@dataclass
+class Build:
+    """What every stage of one compilation shares."""
+
+    target: Target
+    options: Options
+    metadata: KernelMetadata
+    static_shared: int = 0  # bytes of static shared memory ptxas reported (codegen uses dynamic only)
+
+    @property
+    def threads(self) -> int:
+        return self.options.num_warps * self.target.warp_size
+
+    @property
+    def arch(self) -> str:
+        return self.target.cpu
+
+
+def assign_gpu_layouts(fn: Function, build: Build) -> Function:
+    """Tile IR with a layout on every tile, chosen for coalesced global accesses."""
+    from ..opt.layouts import assign_layouts
+
+    with_layouts = assign_layouts(fn, build.options.num_warps, build.target.warp_size)
+    check_ir(with_layouts)
+    return with_layouts
+
+
+def lower_to_llvm(fn: Function, build: Build) -> str:
+    """LLVM IR of the kernel, libdevice linked where it calls it, O3-optimized."""
+    from ..codegen_llvm import lower
+    from ..codegen_llvm.libdevice import link_libdevice
+
+    kernel = lower(fn, build.target, build.options.num_warps)
+    build.metadata.shared = kernel.shared_bytes
+    return link_libdevice(kernel.llir, build.target)
+
+
+def emit_ptx(llir: str, build: Build) -> str:
+    """PTX text from LLVM's NVPTX backend."""
+    return build.target.emit_assembly(llir)
+
+
+def assemble_cubin(ptx: str, build: Build) -> Optional[bytes]:
+    """The cubin from ``ptxas -v``, recording its resource use in the metadata;
+    None (and the pipeline ends at PTX) when no ptxas is installed."""
+    from ..targets.ptxas import assemble, find_ptxas
+
+    if find_ptxas() is None:
+        return None
+    result = assemble(ptx, build.arch)
+    m = build.metadata
+    m.registers, m.spill_stores, m.spill_loads = result.registers, result.spill_stores, result.spill_loads
+    build.static_shared = result.shared_bytes
+    return result.cubin
+
+
+Stage = tuple[str, Callable[[Any, Build], Any]]
+STAGES: list[Stage] = [
+    ("tir-gpu", assign_gpu_layouts),
+    ("llir", lower_to_llvm),
+    ("ptx", emit_ptx),
+    ("cubin", assemble_cubin),
+]
+
+
+def compile_for_gpu(compiled: CompiledKernel) -> None:
+    """Run every stage on ``compiled.fn`` for ``compiled.target`` (an arch),
+    filling ``compiled.asm`` and ``compiled.metadata``."""
+    from ..targets.nvptx import nvptx_target
+
+    build = Build(nvptx_target(compiled.target), compiled.options, compiled.metadata)
+    value: Any = compiled.fn
+    for name, stage in STAGES:
+        value = stage(value, build)
+        if value is None:
+            break
+        compiled.asm[name] = print_function(value) if isinstance(value, Function) else value
+        _dump(name, compiled.asm[name])
+    check_resources(build)
+
+
+def _dump(name: str, text: Any) -> None:
+    from ..opt.pass_manager import dump_requested  # tilec.opt is loaded by the first compile anyway
+
+    if isinstance(text, str) and dump_requested(name):
+        print(f"// -----// {name} //----- //\n{text}", file=sys.stderr)
+
+
+# --- resource checks (registers: at load time in cuda.py when ptxas was missing) ---
+def check_resources(build: Build) -> None:
+    """OutOfResources when the kernel cannot launch on ``build.target``."""
+    m = build.metadata
+    check_shared(m.name, m.shared + build.static_shared, build.target)
+    if m.registers is not None:
+        check_registers(m.name, m.registers, build.threads)
+
+
+def check_shared(kernel: str, nbytes: int, target: Target) -> None:
+    """OutOfResources when a block needs more shared memory than ``target`` has."""
+    if nbytes > target.max_shared_bytes:
+        raise OutOfResources(kernel, "shared memory", nbytes, target.max_shared_bytes,
+                             f"{nbytes} bytes of shared memory per block on {target.cpu}",
+                             "use smaller blocks or fewer num_stages")
+
+
+def check_registers(kernel: str, registers: int, threads: int) -> None:
+    """OutOfResources when ``threads`` threads of ``registers`` each overflow a block's register file."""
+    needed = registers * threads
+    if needed > REGISTERS_PER_BLOCK:
+        raise OutOfResources(kernel, "registers", needed, REGISTERS_PER_BLOCK,
+                             f"{registers} registers per thread x {threads} threads = {needed} registers "
+                             "per block", "use fewer num_warps or smaller blocks")
