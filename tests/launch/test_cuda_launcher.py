@@ -14,23 +14,11 @@ import numpy as np
 import pytest
 
 import tilec
-import tilec.language as tl
+from launch.kernels import add_kernel, fresh, scalars_kernel, transpose_kernel
 from tilec.errors import OutOfResources, TilecError
 from tilec.launch import cuda, cuda_driver as cd
 from tilec.launch.jit import LAUNCHERS
 from tilec.targets import ptxas
-
-
-@tilec.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-@tilec.jit
-def scalars_kernel(out_ptr, a, b, c, flag):
-    tl.store(out_ptr, (a + b + c.to(tl.int64)) * flag.to(tl.int64))
 
 
 class FakeCudaArray:
@@ -115,10 +103,6 @@ def gpu(monkeypatch):
         cached.cache_clear()
 
 
-def fresh(kernel):
-    return tilec.jit(kernel.fn)
-
-
 def arrays(n=3, device=0):
     return [FakeCudaArray(0x7F00_0000_0000 + 0x10000 * i, device) for i in range(n)]
 
@@ -169,7 +153,7 @@ def test_scalar_kinds(gpu):
 @pytest.mark.parametrize("form", ["tuple", "lambda"])
 def test_grids(gpu, form):
     grid = (3, 2) if form == "tuple" else lambda meta: (tilec.cdiv(meta["n"], meta["BLOCK"]), 2)
-    add_kernel[grid](*arrays(), 300)
+    add_kernel[grid](*arrays(), 3000)
     assert gpu.launches[-1]["grid"] == (3, 2, 1)
 
 
@@ -276,12 +260,7 @@ def test_without_ptxas_registers_are_checked_at_load(gpu, monkeypatch):
 
 
 def test_dynamic_shared_memory_is_requested(gpu):
-    @tilec.jit
-    def transpose(x, o, N: tl.constexpr):
-        r = tl.arange(0, N)
-        tl.store(o + r[:, None] * N + r[None, :], tl.trans(tl.load(x + r[:, None] * N + r[None, :])))
-
-    transpose[(1,)](*arrays(2), N=128, num_warps=8)
+    transpose_kernel[(1,)](*arrays(2), N=128, num_warps=8)
     (launch,) = gpu.launches
     assert launch["shared"] == 65536 and gpu.shared_opt_ins == [65536]
 

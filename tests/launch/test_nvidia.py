@@ -8,8 +8,7 @@ import re
 import numpy as np
 import pytest
 
-import tilec
-import tilec.language as tl
+from launch.kernels import add_kernel, fresh, scalars_kernel, transpose_kernel
 from tilec.errors import OutOfResources
 from tilec.launch import cuda, nvidia
 from tilec.launch.compiler import TARGETS
@@ -17,32 +16,9 @@ from tilec.targets import ptxas
 from tilec.targets.nvptx import ARCHS
 
 
-@tilec.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr = 1024):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-@tilec.jit
-def transpose_kernel(x_ptr, out_ptr, N: tl.constexpr):
-    r = tl.arange(0, N)
-    tile = tl.load(x_ptr + r[:, None] * N + r[None, :])
-    tl.store(out_ptr + r[:, None] * N + r[None, :], tl.trans(tile))  # through shared memory
-
-
-@tilec.jit
-def scalars_kernel(out_ptr, a, b, c, flag):
-    tl.store(out_ptr, (a + b + c.to(tl.int64)) * flag.to(tl.int64))
-
-
 def vectors(n=4096):
     x = np.zeros(n, np.float32)
     return x, x.copy(), x.copy(), n
-
-
-def fresh(kernel):
-    return tilec.jit(kernel.fn)
 
 
 @pytest.fixture(scope="module")
