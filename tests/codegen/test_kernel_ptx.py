@@ -1,0 +1,66 @@
+"""Golden facts about the PTX of the tutorial kernels: contiguous, 16-byte
+aligned accesses become one 128-bit access per thread (issue: vector add,
+softmax, layer norm), reductions shuffle, and every kernel assembles for
+sm_80 and sm_90.  Compiled ahead of time: no GPU needed."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from kernels import layer_norm
+from kernels.softmax import softmax_kernel
+from kernels.vector_add import add_kernel
+
+ARCHS = ("sm_80", "sm_90")
+
+
+def count(ptx: str, pattern: str) -> int:
+    return len(re.findall(pattern, ptx))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_vector_add_moves_16_bytes_per_access(arch):
+    x = np.zeros(1 << 14, np.float32)
+    k = add_kernel.compile(x, x, x, x.size, BLOCK_SIZE=1024, num_warps=4, target=arch)
+    ptx = k.asm["ptx"]
+    # 1024 elements over 128 threads: 8 per thread, two 16-byte vectors per operand.
+    assert count(ptx, r"ld\.global(\.\w+)*\.v4\.b32") == 4
+    assert count(ptx, r"st\.global(\.\w+)*\.v4\.b32") == 2
+    assert count(ptx, r"ld\.global(\.[a-z]{2})*\.b32\s") == 0
+    assert "blocked<[4], [32], [4], [0]>" in k.asm["tir-gpu"]
+
+
+def test_vector_add_with_an_unaligned_length_falls_back_to_single_elements():
+    """A mask that is not constant over 4 elements cannot guard a vector (as Triton)."""
+    x = np.zeros(1 << 14, np.float32)
+    k = add_kernel.compile(x, x, x, x.size - 3, BLOCK_SIZE=1024, num_warps=4, target="sm_90")
+    assert count(k.asm["ptx"], r"\.v4\.") == 0
+    assert count(k.asm["ptx"], r"ld\.global(\.[a-z]{2})*\.b32\s") == 16
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_softmax_rows_load_in_vectors_and_reduce_with_shuffles(arch):
+    x = np.zeros((8, 4096), np.float32)
+    k = softmax_kernel.compile(x, x, 4096, 4096, 4096, BLOCK_SIZE=4096, num_warps=16, target=arch)
+    ptx = k.asm["ptx"]
+    assert count(ptx, r"ld\.global(\.\w+)*\.v4\.b32") == 2  # 4096 over 512 threads: 8 each
+    assert count(ptx, r"st\.global(\.\w+)*\.v4\.b32") == 2
+    assert count(ptx, r"shfl\.sync\.bfly") == 10  # max and sum, 5 butterfly steps each
+    assert count(ptx, r"ex2\.approx") == 8
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_layer_norm_loads_eight_halves_at_a_time(arch):
+    x = np.zeros((4, 8192), np.float16)
+    w = np.zeros(8192, np.float16)
+    stats = np.zeros(4, np.float32)
+    k = layer_norm._layer_norm_fwd_fused.compile(x, x, w, w, stats, stats, 8192, 8192, 1e-5,
+                                                 BLOCK_SIZE=8192, num_warps=8, target=arch)
+    ptx = k.asm["ptx"]
+    # 8192 halves over 256 threads: 32 each, four 16-byte vectors per load of a block.
+    assert count(ptx, r"ld\.global(\.\w+)*\.v4\.b32") == 4 * 5  # x three times, w, b
+    assert count(ptx, r"st\.global(\.\w+)*\.v4\.b32") == 4
+    assert count(ptx, r"ld\.global(\.[a-z]{2})*\.b16") == 0
+    assert k.metadata.spill_stores in (0, None)
