@@ -8,17 +8,18 @@
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(out + offs, tl.load(x + offs, mask=offs < n) + tl.load(y + offs, mask=offs < n), mask=offs < n)
 
-    add[(tilec.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    add[(tilec.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)   # numpy arrays: the host; torch CUDA tensors: the GPU
+    add.compile(x, y, out, n, BLOCK=1024, target="sm_90").asm["ptx"]   # ahead of time, no GPU needed
 
 Importing tilec is cheap: the front end, the interpreter and LLVM load on first use.
 """
 from . import language  # noqa: F401
-from .errors import CompilationError, InterpreterError, TilecError  # noqa: F401
+from .errors import CompilationError, InterpreterError, OutOfResources, TilecError  # noqa: F401
 from .launch import CompiledKernel, JITFunction, cdiv, jit, next_power_of_2  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = [
     "jit", "JITFunction", "CompiledKernel", "cdiv", "next_power_of_2",
-    "CompilationError", "InterpreterError", "TilecError", "language", "__version__",
+    "CompilationError", "InterpreterError", "OutOfResources", "TilecError", "language", "__version__",
 ]

@@ -1,5 +1,6 @@
 """Launching kernels: ``JITFunction`` (``tilec.jit``), argument classification,
-the variant cache and the launchers (host interpreter today; GPUs next)."""
-from .compiler import CompiledKernel, Options  # noqa: F401
+the variant cache, the NVIDIA compile pipeline and the launchers (the host
+interpreter, NVIDIA GPUs through cuda-python)."""
+from .compiler import CompiledKernel, KernelMetadata, Options  # noqa: F401
 from .grid import cdiv, next_power_of_2  # noqa: F401
 from .jit import JITFunction, jit  # noqa: F401
