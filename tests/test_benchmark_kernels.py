@@ -1,6 +1,7 @@
 """The GPU benchmarks' kernels and launch configurations, run on the host
 interpreter against numpy (so CI guards what the benchmarks time), and their
-Triton twins built from the same functions where triton is installed."""
+Triton twins built from the same functions where triton is installed; and the
+report helpers the GPU scripts share."""
 from __future__ import annotations
 
 import numpy as np
@@ -90,3 +91,38 @@ def test_triton_twin_runs_the_same_function_with_tritons_language(name):
     assert twin.fn.__code__ is original.__code__
     assert twin.fn.__globals__["tl"] is ttl
     assert all(ann is not kernels.tl.constexpr for ann in twin.fn.__annotations__.values())
+
+
+# --- the report helpers the GPU scripts share (benchmarks/common.py) ----------------
+def test_sizes_are_written_plainly_or_as_powers_of_two():
+    from benchmarks.common import parse_size, pow2_text
+
+    assert [parse_size(t) for t in ("4096", "2^12", "2**12", " 2 ^ 24 ")] == [4096, 4096, 4096, 1 << 24]
+    for bad in ("0", "-4", "2^", "1e6", "four"):
+        with pytest.raises(Exception, match="size"):
+            parse_size(bad)
+    assert [pow2_text(n) for n in (4096, 1 << 28, 3000)] == ["2^12", "2^28", "3000"]
+
+
+def test_ratios_and_target_verdicts():
+    from benchmarks.common import Target, add_ratios
+
+    target = Target(0.97, lambda n: n >= 1 << 24, "text")
+    rows = [{"size": 1 << 24, "gbps": {"tilec": 2950.0, "triton": 3000.0, "torch": 2000.0}},
+            {"size": 1 << 24, "gbps": {"tilec": 2000.0, "triton": 3000.0}},
+            {"size": 1 << 24, "gbps": {"triton": 3000.0}},
+            {"size": 1 << 12, "gbps": {"tilec": 1.0, "triton": 2.0}}]
+    for row in rows:
+        add_ratios(row, copy=3000.0, target=target)
+    assert rows[0]["tilec/triton"] == pytest.approx(2950 / 3000) and rows[0]["target"] == "PASS"
+    assert rows[0]["tilec/torch"] == pytest.approx(1.475) and rows[0]["tilec/copy"] == pytest.approx(2950 / 3000)
+    assert rows[1]["target"] == "MISS" and rows[1]["tilec/torch"] is None
+    assert rows[2]["target"] == "MISS" and rows[2]["tilec/triton"] is None  # tilec failed: a miss
+    assert rows[3]["target"] == ""  # no target at this size
+
+
+def test_table_columns_line_up():
+    from benchmarks.common import format_table
+
+    lines = format_table(["n", "GB/s"], [["2^12", "7"], ["2^28", "2987"]]).splitlines()
+    assert lines == ["   n  GB/s", "----  ----", "2^12     7", "2^28  2987"]
