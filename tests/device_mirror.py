@@ -41,10 +41,10 @@ def byte_span(a: np.ndarray) -> tuple[int, int]:
 class Mirror:
     """A device copy of one host array's byte span."""
 
-    def __init__(self, a: np.ndarray):
+    def __init__(self, a: np.ndarray, dtype):
         import torch
 
-        self.host = a
+        self.host, self.dtype = a, dtype
         self.lo, hi = byte_span(a)
         n = hi - self.lo
         self.shift = self.lo % ALIGN
@@ -60,7 +60,7 @@ class Mirror:
     def argument(self):
         """A one-element tensor of the array's dtype at the device twin of its data pointer."""
         at = self.start + self.host.__array_interface__["data"][0] - self.lo
-        return self.device[at:at + self.host.itemsize].view(_torch_dtype(self.host.dtype))
+        return self.device[at:at + self.host.itemsize].view(self.dtype)
 
     def copy_back(self) -> None:
         self._host_bytes()[:] = self.view.cpu().numpy()
@@ -73,12 +73,24 @@ def _torch_dtype(dtype: np.dtype):
     return {"bool": torch.bool}.get(name) or getattr(torch, name)
 
 
-def _mirror(value: Any, mirrors: list) -> Any:
+def _host_array(value: Any):
+    """(numpy view of the memory, torch dtype) of a host array argument, or None."""
     if isinstance(value, np.ndarray):
-        m = Mirror(value)
-        mirrors.append(m)
-        return m.argument()
-    return value
+        return value, _torch_dtype(value.dtype)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor) and value.device.type == "cpu":
+        bits = value.view(torch.int16) if value.dtype == torch.bfloat16 else value
+        return bits.detach().numpy(), value.dtype
+    return None
+
+
+def _mirror(value: Any, mirrors: list) -> Any:
+    host = _host_array(value)
+    if host is None:
+        return value
+    m = Mirror(*host)
+    mirrors.append(m)
+    return m.argument()
 
 
 def mirror_launches(jit_function_class) -> None:
@@ -86,7 +98,7 @@ def mirror_launches(jit_function_class) -> None:
     host_run = jit_function_class.run
 
     def run(self, *args, grid, **kwargs):
-        arrays = [v for v in list(args) + list(kwargs.values()) if isinstance(v, np.ndarray)]
+        arrays = [v for v in list(args) + list(kwargs.values()) if _host_array(v) is not None]
         if not arrays:
             return host_run(self, *args, grid=grid, **kwargs)
         _interpret_on_copies(host_run, self, args, kwargs, grid)
@@ -108,8 +120,13 @@ def _interpret_on_copies(host_run, kernel, args, kwargs, grid) -> None:
 
 def _copy(v: Any) -> Any:
     """An array over a copy of ``v``'s byte span, with ``v``'s shape and strides."""
-    if not isinstance(v, np.ndarray) or v.size == 0:
-        return v.copy() if isinstance(v, np.ndarray) else v
+    if not isinstance(v, np.ndarray):
+        host = _host_array(v)
+        if host is None:
+            return v
+        return sys.modules["torch"].from_numpy(_copy(host[0])).view(host[1])  # a CPU tensor
+    if v.size == 0:
+        return v.copy()
     lo, hi = byte_span(v)
     raw = np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo)).copy()
     offset = v.__array_interface__["data"][0] - lo

@@ -2,13 +2,14 @@
 
 As Triton: f16 and bf16 are widened to f32, computed, and rounded back once;
 f32 takes the fast hardware paths where Triton does (``exp(x)`` is
-``ex2.approx(x * log2(e))``, ``log`` and ``log2`` use ``lg2.approx``,
-``rsqrt`` is ``rsqrt.approx``, ``sqrt`` is the correctly rounded
-``sqrt.rn``); everything else (sin, cos, erf, fmod, and all f64 math but
-``sqrt``) calls libdevice's ``__nv_*`` functions, which ``libdevice.py``
-links in.  NVPTX cannot select ``llvm.log2.f32`` (it aborts: no libcall), so
-the approximate instructions are reached through their ``llvm.nvvm.*``
-intrinsics.
+``ex2.approx(x * log2(e))``, ``rsqrt`` is ``rsqrt.approx``, ``sqrt`` is
+the correctly rounded ``sqrt.rn``); everything else (log, log2, sin, cos,
+erf, fmod, and all f64 math but ``sqrt``) calls libdevice's ``__nv_*``
+functions, which ``libdevice.py`` links in.  ``lg2.approx`` is not used: its
+error is absolute (2^-22.6), so near ``x = 1`` the relative error of
+``log2`` reaches several ulps (seen on the H100: 7 ulps at 1.125); libdevice
+keeps ``log`` within an ulp.  NVPTX cannot select ``llvm.log2.f32`` (it
+aborts: no libcall).
 
 With no GPU arch (host-JIT tests) the same formulas use target-independent
 ``llvm.*`` intrinsics and the C math library's ``sinf``, ``erf``, ``fmod``...
@@ -53,13 +54,9 @@ def _gpu_or_host(gpu: Callable, host: Callable) -> Callable:
     return lambda ctx, x: gpu(ctx, x) if ctx.on_gpu else host(ctx, x)
 
 
-def _scaled(fn: Callable, before: float = 1.0, after: float = 1.0) -> Callable:
-    """``fn(x * before) * after``, the constants rounded to ``x``'s type."""
-    def emit(ctx, x):
-        bld = ctx.builder
-        y = fn(ctx, bld.fmul(x, const(x.type, before)) if before != 1.0 else x)
-        return bld.fmul(y, const(x.type, after)) if after != 1.0 else y
-    return emit
+def _scaled(fn: Callable, before: float) -> Callable:
+    """``fn(x * before)``, the constant rounded to ``x``'s type."""
+    return lambda ctx, x: fn(ctx, ctx.builder.fmul(x, const(x.type, before)))
 
 
 def _reciprocal_sqrt(ctx, x):
@@ -71,7 +68,6 @@ def _libm_fn(name: str) -> Callable:
 
 
 _exp2 = _intrinsic("exp2")  # NVPTX: ex2.approx.f32
-_log2_f32 = _gpu_or_host(_named("llvm.nvvm.lg2.approx.f"), _intrinsic("log2"))
 
 
 @dataclass(frozen=True)
@@ -83,10 +79,10 @@ class MathFn:
 
 
 MATH: dict[type, MathFn] = {
-    ir.Exp: MathFn(_scaled(_exp2, before=math.log2(math.e)), _libm_fn("exp")),
+    ir.Exp: MathFn(_scaled(_exp2, math.log2(math.e)), _libm_fn("exp")),
     ir.Exp2: MathFn(_exp2, _libm_fn("exp2")),
-    ir.Log: MathFn(_scaled(_log2_f32, after=math.log(2.0)), _libm_fn("log")),
-    ir.Log2: MathFn(_log2_f32, _libm_fn("log2")),
+    ir.Log: MathFn(_libm_fn("log"), _libm_fn("log")),
+    ir.Log2: MathFn(_libm_fn("log2"), _libm_fn("log2")),
     ir.Sqrt: MathFn(_intrinsic("sqrt"), _intrinsic("sqrt")),
     ir.Rsqrt: MathFn(_gpu_or_host(_named("llvm.nvvm.rsqrt.approx.f"), _reciprocal_sqrt),
                      _gpu_or_host(_libm_fn("rsqrt"), _reciprocal_sqrt)),
