@@ -176,8 +176,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     """Run ``compiled`` over ``grid`` on ``device`` (None: ask the driver where the arrays live)."""
     if 0 in grid:
         return  # an empty grid launches nothing (the driver would reject it)
-    if device is None:
-        device = _resolve_device(args, device)
+    device = _resolve_device(args, device)
     loaded = compiled.runtime.get(device)
     if loaded is None:
         loaded = compiled.runtime[device] = load(compiled, args, device)
@@ -185,21 +184,22 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     values = [args[i].value for i in loaded.positions]
     pushed = cd.enter_context(loaded.context, loaded.context_handle)
     try:
-        cd.launch(loaded.kernel, grid, loaded.block, loaded.shared, stream, loaded.packer, values)
+        try:
+            cd.launch(loaded.kernel, grid, loaded.block, loaded.shared, stream, loaded.packer, values)
+        except cd.CudaError as e:
+            raise _blame_earlier(e) from None
+        _last_launched[0] = compiled.name
         if loaded.sync:
             cd.synchronize(stream, f"kernel `{compiled.name}`: running it (TILEC_SYNC=1 synchronizes after "
                                    "every launch)")
-    except cd.CudaError as e:
-        raise _blame_earlier(e) from None
     finally:
         if pushed:
             cd.leave_context()
-    _last_launched[0] = compiled.name
 
 
 def _blame_earlier(error: cd.CudaError) -> cd.CudaError:
-    """``error``, pointing at the previous launch when it is a sticky fault it left behind."""
-    if error.name not in STICKY_ERRORS or not _last_launched[0] or "TILEC_SYNC" in error.what:
+    """A launch's ``error``, pointing at the previous launch when it is a sticky fault that one left behind."""
+    if error.name not in STICKY_ERRORS or not _last_launched[0]:
         return error
     return cd.CudaError(error.code, error.name, error.description,
                         f"{error.what} (a sticky error: it most likely comes from an earlier kernel, "

@@ -9,7 +9,7 @@ which lands in ``CompiledKernel.asm[name]`` (IR as text, the cubin as bytes).
 Nothing here needs a GPU or a driver: ``kernel.compile(..., target="sm_90")``
 runs everywhere.  The cubin stage needs ``ptxas`` (the ``nvidia-cuda-nvcc``
 wheel); without it the pipeline stops at PTX, which the driver compiles at
-load time, and the resource checks wait for the load (``cuda.py``).
+load time, and the register check waits for the load (``cuda.py``).
 
 ``TILEC_DUMP`` naming a stage (``TILEC_DUMP=tir-gpu,llir,ptx``) prints that
 stage's output to stderr as it is made.
