@@ -175,7 +175,8 @@ def test_fault_under_tilec_sync_names_the_kernel(torch, tmp_path):
     """A fault poisons the context, so it runs in a process of its own."""
     script = tmp_path / "fault.py"
     script.write_text(_FAULT_SCRIPT)
-    env = dict(os.environ, TILEC_SYNC="1")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, TILEC_SYNC="1", PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode != 0
     assert "CudaError: kernel `oob_kernel`: running it (TILEC_SYNC=1" in proc.stderr, proc.stderr
