@@ -1,5 +1,7 @@
-"""Suite-wide setup: IR checking on, a modest hypothesis budget, and `gpu` tests
-skipped cleanly on machines without one."""
+"""Suite-wide setup: IR checking on, a modest hypothesis budget, every kernel
+also compiled for sm_80 and sm_90 (``gpu_compile_check.py``), launches
+mirrored onto a GPU under ``TILEC_TEST_DEVICE=cuda`` (``device_mirror.py``),
+and `gpu` tests skipped cleanly on machines without one."""
 from __future__ import annotations
 
 import ctypes
@@ -7,6 +9,7 @@ import importlib.util
 import os
 
 import pytest
+from gpu_compile_check import check_every_compile
 from hypothesis import HealthCheck, settings
 
 # Every kernel the tests compile is verified and must survive the text round trip.
@@ -21,6 +24,8 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("tilec")
+
+check_every_compile()
 
 if os.environ.get("TILEC_TEST_DEVICE") == "cuda":  # run the host suite's launches on the GPU too
     import tilec

@@ -4,14 +4,16 @@ Both operands go to shared memory row-major; then a loop over ``k`` loads,
 for each accumulator register at ``(batch, m, n)``, ``a[batch, m, k]`` and
 ``b[batch, k, n]`` and accumulates their product in the accumulator's type
 (inputs are widened first; ``tf32`` rounds f32 inputs to 10 mantissa bits,
-nearest even, as the interpreter does).
+nearest even, as the interpreter does).  An f16/bf16 accumulator is carried
+in f32 and rounded once at the end, as the interpreter (and the tensor
+cores) do.
 """
 from __future__ import annotations
 
 from llvmlite import ir as llir
 
 from .. import ir
-from ..ir.types import ScalarType, elem_type
+from ..ir.types import ScalarType, bf16, elem_type, f16, f32
 from .kernel import I32, Ctx, byte_offset, coordinates, linear_index, lowers
 from .scalar_base import llvm_type, memory_type, resize_int
 from .shuffle import stage_in_smem
@@ -20,7 +22,8 @@ from .shuffle import stage_in_smem
 @lowers(ir.Dot)
 def _dot(ctx: Ctx, op: ir.Dot) -> None:
     a_t, b_t, c_t = op.a.type, op.b.type, op.result.type
-    in_elem, acc_elem = elem_type(a_t), elem_type(c_t)
+    in_elem, out_elem = elem_type(a_t), elem_type(c_t)
+    acc_elem = f32 if out_elem in (f16, bf16) else out_elem  # as the interpreter: one final rounding
     a_base, b_base = stage_in_smem(ctx, [(ctx[op.a], a_t), (ctx[op.b], b_t)])
     size = max(1, in_elem.bits // 8)
     K, N = a_t.shape[-1], b_t.shape[-1]
@@ -39,13 +42,14 @@ def _dot(ctx: Ctx, op: ir.Dot) -> None:
     k.add_incoming(I32(0), start)
     accs = []
     for init in ctx[op.acc]:
+        init = _widen(ctx, init, out_elem, acc_elem)
         phi = b.phi(init.type)
         phi.add_incoming(init, start)
         accs.append(phi)
     new = []
     for acc, row, col in zip(accs, rows, cols):
-        x = _widen(ctx, _smem_load(ctx, a_base, b.add(row, k), size, in_elem), in_elem, acc_elem, op)
-        y = _widen(ctx, _smem_load(ctx, b_base, b.add(col, b.mul(k, I32(N))), size, in_elem), in_elem, acc_elem, op)
+        x = _operand(ctx, _smem_load(ctx, a_base, b.add(row, k), size, in_elem), in_elem, acc_elem, op)
+        y = _operand(ctx, _smem_load(ctx, b_base, b.add(col, b.mul(k, I32(N))), size, in_elem), in_elem, acc_elem, op)
         new.append(_multiply_add(ctx, x, y, acc, acc_elem))
     k_next = b.add(k, I32(1))
     k.add_incoming(k_next, loop)
@@ -53,6 +57,8 @@ def _dot(ctx: Ctx, op: ir.Dot) -> None:
         phi.add_incoming(v, loop)
     b.cbranch(b.icmp_unsigned("<", k_next, I32(K)), loop, done)
     b.position_at_end(done)
+    if acc_elem != out_elem:
+        new = [b.fptrunc(v, llvm_type(out_elem)) for v in new]
     ctx.bind(op.results, [new])
 
 
@@ -62,14 +68,16 @@ def _smem_load(ctx: Ctx, base, index, size: int, elem: ScalarType):
     return b.load(p, typ=memory_type(elem), align=size)
 
 
-def _widen(ctx: Ctx, x, src: ScalarType, dst: ScalarType, op: ir.Dot):
-    b = ctx.b
+def _operand(ctx: Ctx, x, src: ScalarType, dst: ScalarType, op: ir.Dot):
+    """An input element as the accumulation multiplies it."""
+    if src.name == "f32" and op.input_precision in ("tf32", "tf32x3"):
+        x = _round_tf32(ctx, x)
+    return _widen(ctx, x, src, dst)
+
+
+def _widen(ctx: Ctx, x, src: ScalarType, dst: ScalarType):
     if src.is_float:
-        if src.name == "f32" and op.input_precision in ("tf32", "tf32x3"):
-            x = _round_tf32(ctx, x)
-        if src.bits < dst.bits:
-            return b.fpext(x, llvm_type(dst))
-        return x
+        return ctx.b.fpext(x, llvm_type(dst)) if src.bits < dst.bits else x
     return resize_int(ctx.scalar, x, src, dst.bits)
 
 

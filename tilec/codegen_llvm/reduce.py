@@ -111,8 +111,9 @@ def _across_warps(ctx: Ctx, op: ir.Reduce, partial: list, dims: set) -> list:
         group = b.add(b.mul(group, I32(w)), b.and_(ids[d][1], I32(w - 1)))
     elems = [elem_type(v.type) for v in op.srcs]
     sizes = [max(1, e.bits // 8) for e in elems]
-    starts = [groups * out_numel * sum(sizes[:k]) for k in range(len(elems))]
-    base = ctx.smem(groups * out_numel * sum(sizes))
+    region = [_round_up(groups * out_numel * size, 16) for size in sizes]  # keeps every region aligned
+    starts = [sum(region[:k]) for k in range(len(elems))]
+    base = ctx.smem(sum(region))
     ctx.barrier()
     slots = [linear_index(ctx, c, out_shape) for c in out_coords]
     for vals, slot in zip(partial, slots):
@@ -131,6 +132,10 @@ def _across_warps(ctx: Ctx, op: ir.Reduce, partial: list, dims: set) -> list:
             acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
         result.append(acc)
     return result
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
 
 
 def _address(b, base, start: int, index, size: int):

@@ -29,6 +29,7 @@ import math
 from typing import Callable, Optional
 
 from .. import ir
+from ..errors import CompilationError
 from ..ir.core import Block, Function, Op, Value, clone_op
 from ..ir.layouts import Blocked, Layout, Slice, blocked_layout
 from ..ir.types import TileType, elem_type, shape_of
@@ -47,7 +48,7 @@ def assign_layouts(fn: Function, num_warps: int, warp_size: int = 32) -> Functio
     warps of ``warp_size`` threads."""
     for op in ir.walk(fn.body):
         for v in op.results:
-            _check_power_of_two(op, v)
+            _check_power_of_two(fn, op, v)
     prefs = _PreferredLayouts(fn, num_warps, warp_size)
     wants = _wanted_layouts(fn, prefs)
     assigner = _Assigner(prefs, wants)
@@ -55,10 +56,10 @@ def assign_layouts(fn: Function, num_warps: int, warp_size: int = 32) -> Functio
     return Function(fn.name, body, list(fn.arg_names), [dict(a) for a in fn.arg_attrs], fn.loc)
 
 
-def _check_power_of_two(op: Op, v: Value) -> None:
-    bad = [d for d in shape_of(v.type) if d & (d - 1)]
-    if bad:
-        raise ir.VerifyError(f"{op.loc}: {op.NAME}: tile dims must be powers of two on a GPU, got {v.type}")
+def _check_power_of_two(fn: Function, op: Op, v: Value) -> None:
+    if any(d & (d - 1) for d in shape_of(v.type)):
+        raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
+                               f"GPU tiles need power-of-two dims; `{op.NAME}` makes a {v.type}", fn.name)
 
 
 # --------------------------------------------------------------------------- #
