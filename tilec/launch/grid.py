@@ -22,14 +22,32 @@ def normalize_grid(grid: Grid, meta: Mapping[str, Any], kernel: str) -> tuple[in
     ``grid`` is an int, a tuple/list of 1 to 3 ints, or a callable that
     receives ``meta`` (every bound argument by name) and returns one of those.
     """
-    if callable(grid):
-        grid = grid(meta)
+    return grid_dims(grid(meta) if callable(grid) else grid, kernel)
+
+
+_PADDING = (None, (1, 1), (1,), ())  # what pads 1, 2 or 3 dimensions to three
+
+
+def grid_dims(grid: Any, kernel: str) -> tuple[int, int, int]:
+    """A grid that is not a callable as three non-negative ints: a tuple of
+    Python ints is checked in one loop (every launch has one), anything else
+    goes through ``_checked_dims``, which words the errors."""
+    if type(grid) is tuple and 1 <= len(grid) <= 3:
+        for d in grid:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return grid + _PADDING[len(grid)]
+    return _checked_dims(grid, kernel)
+
+
+def _checked_dims(grid: Any, kernel: str) -> tuple[int, int, int]:
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
     if not 1 <= len(dims) <= 3:
         raise ValueError(f"grid of kernel `{kernel}` must have 1 to 3 dimensions, got {len(dims)}: {grid!r}")
     for d in dims:
         _check_dim(d, grid, kernel)
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    return tuple(int(d) for d in dims) + _PADDING[len(dims)]
 
 
 def _check_dim(d: Any, grid: Any, kernel: str) -> None:
