@@ -228,10 +228,12 @@ def test_a_bad_stream_is_named(gpu, monkeypatch):
 
 def test_torch_current_stream_is_the_default(monkeypatch):
     raw = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x9000 + device)
-    initialized = types.SimpleNamespace(is_initialized=lambda: True)
+    initialized = types.SimpleNamespace(is_initialized=lambda: False)
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(_C=raw, cuda=initialized))
+    assert cuda.current_stream(1) == 0  # torch imported, CUDA never used: nothing to order behind
+    initialized.is_initialized = lambda: True
     assert cuda.current_stream(1) == 0x9001
-    initialized.is_initialized = lambda: False  # torch imported, CUDA never used: nothing to order behind
+    monkeypatch.setitem(sys.modules, "torch", None)  # another torch (here none): looked at afresh
     assert cuda.current_stream(1) == 0
 
 

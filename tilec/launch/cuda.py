@@ -22,10 +22,11 @@ synchronizes its stream and such a fault raises ``CudaError`` naming the kernel.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..errors import TilecError
 from ..ir.types import PointerType
@@ -45,6 +46,7 @@ STICKY_ERRORS = frozenset({
     "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
     "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT",
 })
+_last_launched: list[str] = [""]  # the kernel name a sticky error most likely belongs to
 
 
 @functools.cache
@@ -93,10 +95,31 @@ class Loaded:
     context: Any
     context_handle: int
     packer: cd.ArgPacker
-    positions: tuple[int, ...]  # index into the classified args of each kernel parameter
+    pick: Callable[[Sequence], Sequence]  # the kernel's parameters out of every bound argument's value
     block: tuple[int, int, int]
     shared: int
     sync: bool
+
+    def launch(self, grid: tuple[int, int, int], values: Sequence, stream: Any) -> None:
+        """Run over ``grid`` on ``stream`` (None: torch's current one); ``values``
+        holds every bound argument's launch value in signature order (addresses
+        for arrays), of which the kernel takes those its IR kept."""
+        if 0 in grid:
+            return  # an empty grid launches nothing (the driver would reject it)
+        stream = current_stream(self.kernel.device) if stream is None else stream_handle(stream)
+        pushed = cd.enter_context(self.context, self.context_handle)
+        try:
+            try:
+                cd.launch(self.kernel, grid, self.block, self.shared, stream, self.packer, self.pick(values))
+            except cd.CudaError as e:
+                raise _blame_earlier(e) from None
+            _last_launched[0] = self.kernel.name
+            if self.sync:
+                cd.synchronize(stream, f"kernel `{self.kernel.name}`: running it (TILEC_SYNC=1 synchronizes "
+                                       "after every launch)")
+        finally:
+            if pushed:
+                cd.leave_context()
 
 
 def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Loaded:
@@ -114,7 +137,7 @@ def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Lo
             cd.leave_context()
     names = [a.name for a in args]
     return Loaded(kernel, ctx, int(ctx), parameter_packer(compiled),
-                  tuple(names.index(n) for n in compiled.fn.arg_names),
+                  picker(tuple(names.index(n) for n in compiled.fn.arg_names)),
                   (threads, 1, 1), compiled.metadata.shared, sync_requested())
 
 
@@ -133,20 +156,41 @@ def parameter_packer(compiled: CompiledKernel) -> cd.ArgPacker:
     return cd.ArgPacker(["ptr" if isinstance(a.type, PointerType) else a.type.name for a in compiled.fn.args])
 
 
+def picker(positions: tuple[int, ...]) -> Callable[[Sequence], tuple]:
+    """A function taking the items at ``positions`` out of a sequence, as a
+    tuple: ``itemgetter`` (a C call; this runs every launch) for two or more,
+    a comprehension for one or none (where ``itemgetter`` returns a bare item)."""
+    if len(positions) >= 2:
+        return operator.itemgetter(*positions)
+    return lambda values: tuple(values[i] for i in positions)
+
+
 def sync_requested() -> bool:
     """``TILEC_SYNC=1``: synchronize after every launch so faults name their kernel."""
     return os.environ.get("TILEC_SYNC", "") not in ("", "0")
 
 
 # --- streams --------------------------------------------------------------------
+_stream_source: list = [None, None]  # [torch module, its current-stream getter] once torch has set up CUDA
+
+
 def current_stream(device: int) -> int:
     """torch's current stream on ``device`` once torch has set up CUDA (so kernels
-    queue behind torch's work), else the legacy default stream 0."""
+    queue behind torch's work), else the legacy default stream 0.  torch never
+    undoes its setup, so the getter is found once per torch module."""
     torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_initialized():
+    if torch is None:
         return 0
+    if torch is not _stream_source[0]:
+        if not torch.cuda.is_initialized():
+            return 0
+        _stream_source[:] = torch, _stream_getter(torch)
+    return _stream_source[1](device)
+
+
+def _stream_getter(torch: Any) -> Callable[[int], int]:
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # 10x cheaper than current_stream()
-    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+    return raw if raw is not None else (lambda device: torch.cuda.current_stream(device).cuda_stream)
 
 
 def stream_handle(stream: Any) -> Any:
@@ -168,33 +212,26 @@ def stream_handle(stream: Any) -> Any:
 
 
 # --- the launch -----------------------------------------------------------------
-_last_launched: list[str] = [""]  # the kernel name a sticky error most likely belongs to
-
-
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
            device: Optional[int], stream: Any = None) -> None:
     """Run ``compiled`` over ``grid`` on ``device`` (None: ask the driver where the arrays live)."""
     if 0 in grid:
-        return  # an empty grid launches nothing (the driver would reject it)
-    device = _resolve_device(args, device)
+        return  # nothing to run: not even a reason to load the kernel
+    loaded_on(compiled, args, _resolve_device(args, device)).launch(grid, [a.value for a in args], stream)
+
+
+def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Callable[..., None]:
+    """What ``jit.py``'s fast path calls for later launches of ``compiled`` with
+    arguments like ``args`` on ``device``: ``Loaded.launch``, every decision taken."""
+    return loaded_on(compiled, args, device).launch
+
+
+def loaded_on(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Loaded:
+    """``compiled`` loaded on ``device``: on its first launch there, then from ``compiled.runtime``."""
     loaded = compiled.runtime.get(device)
     if loaded is None:
         loaded = compiled.runtime[device] = load(compiled, args, device)
-    stream = current_stream(device) if stream is None else stream_handle(stream)
-    values = [args[i].value for i in loaded.positions]
-    pushed = cd.enter_context(loaded.context, loaded.context_handle)
-    try:
-        try:
-            cd.launch(loaded.kernel, grid, loaded.block, loaded.shared, stream, loaded.packer, values)
-        except cd.CudaError as e:
-            raise _blame_earlier(e) from None
-        _last_launched[0] = compiled.name
-        if loaded.sync:
-            cd.synchronize(stream, f"kernel `{compiled.name}`: running it (TILEC_SYNC=1 synchronizes after "
-                                   "every launch)")
-    finally:
-        if pushed:
-            cd.leave_context()
+    return loaded
 
 
 def _blame_earlier(error: cd.CudaError) -> cd.CudaError:
