@@ -33,6 +33,7 @@ def _dot(ctx: Ctx, op: ir.Dot) -> None:
         *batch, m, n = coords
         rows.append(linear_index(ctx, tuple(batch) + (m, I32(0)), a_t.shape))
         cols.append(linear_index(ctx, tuple(batch) + (I32(0), n), b_t.shape))
+    inits = [_widen(ctx, v, out_elem, acc_elem) for v in ctx[op.acc]]
     start = b.block
     loop = b.append_basic_block("dot.k")
     done = b.append_basic_block("dot.done")
@@ -41,8 +42,7 @@ def _dot(ctx: Ctx, op: ir.Dot) -> None:
     k = b.phi(I32)
     k.add_incoming(I32(0), start)
     accs = []
-    for init in ctx[op.acc]:
-        init = _widen(ctx, init, out_elem, acc_elem)
+    for init in inits:
         phi = b.phi(init.type)
         phi.add_incoming(init, start)
         accs.append(phi)
