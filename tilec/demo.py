@@ -1,12 +1,14 @@
 """``python -m tilec.demo``: add two float32 vectors with a tilec kernel, check
 the result against numpy and say where it ran and how long it took.
 
-It runs on an NVIDIA GPU when torch sees one and the NVIDIA backend exists;
-otherwise on the host, through the numpy reference interpreter.  The exit
+It runs on an NVIDIA GPU when cuda-python finds one and torch is installed
+(the demo makes its GPU arrays with torch); otherwise on the host, through
+the numpy reference interpreter.  The exit
 status is 1 when a result is wrong.
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 
@@ -37,8 +39,9 @@ def add(x, y, out):
 
 
 def device() -> str:
-    """``"cuda"`` when this machine can run kernels on an NVIDIA GPU, else ``"host"``."""
-    return "cuda" if cuda.available() else "host"
+    """``"cuda"`` when this machine can run kernels on an NVIDIA GPU (and torch
+    is there to make arrays on it), else ``"host"``."""
+    return "cuda" if importlib.util.find_spec("torch") is not None and cuda.available() else "host"
 
 
 def inputs(n: int, where: str, rng: np.random.Generator) -> tuple:
