@@ -5,106 +5,19 @@ no-CUDA path are checked without a GPU.  ``test_cuda_launch.py`` runs the
 same launcher on a real one."""
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 import types
 
 import numpy as np
 import pytest
 
 import tilec
+from launch.fake_gpu import FakeCudaArray, arrays, gpu  # noqa: F401 (gpu: a fixture)
 from launch.kernels import add_kernel, fresh, scalars_kernel, transpose_kernel
 from tilec.errors import OutOfResources, TilecError
 from tilec.launch import cuda, cuda_driver as cd
 from tilec.launch.jit import LAUNCHERS
 from tilec.targets import ptxas
-
-
-class FakeCudaArray:
-    """A CUDA array as CuPy exposes it (``device`` None: only ``__cuda_array_interface__``)."""
-
-    def __init__(self, address=0x7F00_0000_0000, device=0, typestr="<f4"):
-        self.__cuda_array_interface__ = {"shape": (64,), "typestr": typestr, "data": (address, False), "version": 3}
-        if device is not None:
-            self.__dlpack_device__ = lambda: (2, device)
-
-
-class FakeGPU:
-    """Records what the launcher asks of the driver layer; one ``sm_90`` device per index."""
-
-    def __init__(self, monkeypatch, arch="sm_90"):
-        self.arch, self.launches, self.loads, self.syncs, self.shared_opt_ins = arch, [], [], [], []
-        self.registers, self.rejected, self.pointer_devices = 32, set(), {}
-        for name in ("compute_capability", "device_name", "device_count", "retain_primary_context", "enter_context",
-                     "leave_context", "load_image", "load_ptx", "get_function", "function_attribute",
-                     "set_max_dynamic_shared", "launch", "synchronize", "pointer_device"):
-            monkeypatch.setattr(cd, name, getattr(self, name))
-
-    def compute_capability(self, device=0):
-        return self.arch
-
-    def device_name(self, device=0):
-        return "Fake GPU"
-
-    def device_count(self):
-        return 2
-
-    def retain_primary_context(self, device=0):
-        return 1000 + device
-
-    def enter_context(self, ctx, handle):
-        return False
-
-    def leave_context(self):
-        raise AssertionError("never pushed")
-
-    def load_image(self, image, device=0, kind="cubin"):
-        if kind in self.rejected:
-            raise cd.CudaError(209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "", f"loading {kind}")
-        self.loads.append((kind, device))
-        return cd.Module(handle=len(self.loads), device=device)
-
-    def load_ptx(self, ptx, device=0):
-        assert ".visible .entry" in ptx
-        return self.load_image(ptx.encode(), device, "PTX")
-
-    def get_function(self, module, name):
-        return cd.Kernel(handle=("function", name), name=name, device=module.device)
-
-    def function_attribute(self, kernel, name):
-        assert name == "NUM_REGS"
-        return self.registers
-
-    def set_max_dynamic_shared(self, kernel, nbytes):
-        self.shared_opt_ins.append(nbytes)
-
-    def launch(self, kernel, grid, block, shared, stream, packer, values):
-        packer.pack(values)
-        self.launches.append(dict(name=kernel.name, device=kernel.device, grid=grid, block=block, shared=shared,
-                                  stream=stream, values=list(packer.unpack()), packer=packer))
-
-    def synchronize(self, stream, what):
-        self.syncs.append((stream, what))
-
-    def pointer_device(self, address):
-        return self.pointer_devices.get(address, 0)
-
-
-@pytest.fixture
-def gpu(monkeypatch):
-    """A fake GPU; the launcher's cached device facts are forgotten before and after."""
-    for cached in (cuda.available, cuda._device_arch):
-        cached.cache_clear()
-    monkeypatch.delenv("TILEC_SYNC", raising=False)
-    monkeypatch.setitem(sys.modules, "torch", None)  # no torch: the default stream is 0
-    yield FakeGPU(monkeypatch)
-    for cached in (cuda.available, cuda._device_arch):
-        cached.cache_clear()
-
-
-def arrays(n=3, device=0):
-    return [FakeCudaArray(0x7F00_0000_0000 + 0x10000 * i, device) for i in range(n)]
 
 
 # --- launching ------------------------------------------------------------------
@@ -322,21 +235,3 @@ def test_compile_targets_the_device_of_cuda_arrays(gpu):
 
 def test_launchers_are_registered():
     assert LAUNCHERS["cuda"] is cuda
-
-
-# --- cost -----------------------------------------------------------------------
-def test_host_side_cost_of_a_launch(gpu, monkeypatch):
-    """Everything a launch does in Python, with the driver call itself a no-op:
-    bind, classify, variant lookup, grid, pack."""
-    monkeypatch.setattr(cd, "launch", lambda kernel, grid, block, shared, stream, packer, values: packer.pack(values))
-    k = fresh(add_kernel)
-    args = arrays()
-    k[(4,)](*args, 512)
-    samples = []
-    for _ in range(2000):
-        t0 = time.perf_counter_ns()
-        k[(4,)](*args, 512)
-        samples.append(time.perf_counter_ns() - t0)
-    us = statistics.median(samples) / 1000
-    print(f"\n[cuda launcher] host-side cost of a 4-argument launch, driver call excluded: {us:.2f} us")
-    assert us < 200  # a sanity bound for slow CI machines; the GPU test bounds the real launch

@@ -19,13 +19,21 @@ it, the value the launcher passes, and where its memory lives.
   A pointer whose address is 16-byte aligned carries
   ``("divisibility", 16)``.  bf16 host memory is passed as an ``int16`` view
   of the same bytes (numpy has no bf16); the IR type says it is bf16.
+
+``SPECS`` is the launch fast path's cheap twin of ``classify_arg``: per exact
+type, a function from a value to its ``dispatch_key`` and the value a launch
+passes, without building a ``KernelArg``.  A spec may only return the key
+``classify_arg`` gives the value (``tests/launch/test_fast_path.py`` checks each
+against it); what it cannot decide cheaply -- an unknown type, a host array, a
+CPU tensor, a float past f32's range, an int past 64 bits -- raises ``NotFast``
+and the general path takes that launch, with its checks and error messages.
 """
 from __future__ import annotations
 
 import functools
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
@@ -76,6 +84,18 @@ class KernelArg:
         if self.is_constexpr:
             return (None, type(self.value), self.value)
         return (self.type, self.attrs)
+
+    @property
+    def dispatch_key(self) -> tuple:
+        """What a launch on the fast path is found by: ``key`` (the variant) with
+        the IR type by name (a str hashes in C, a dataclass in Python: this is
+        hashed every launch) and, for an array, where it lives (the kernel
+        loaded there)."""
+        if self.is_constexpr:
+            return self.key
+        if self.place is None:
+            return (str(self.type), self.attrs)
+        return (str(self.type), self.attrs, self.place, self.device)
 
 
 def classify_arg(name: str, value: Any, constexpr: bool, kernel: str) -> KernelArg:
@@ -268,3 +288,86 @@ _CLASSIFIERS: list[tuple[Callable[[Any], bool], Callable[[str, Any, str], Kernel
     (lambda v: hasattr(v, "__cuda_array_interface__"), _cuda_array_arg),
     (lambda v: hasattr(v, "__dlpack_device__"), _dlpack_arg),
 ]
+
+
+# --------------------------------------------------------------------------- #
+# the fast path's specs: value -> (dispatch key, launch value)
+# --------------------------------------------------------------------------- #
+
+class NotFast(Exception):
+    """A value the launch fast path leaves to the general one."""
+
+
+Spec = Callable[[Any], tuple[Hashable, Any]]
+
+
+def _scalar_keys(t: ScalarType) -> tuple[tuple, tuple]:
+    """``t``'s dispatch keys without and with ``{divisibility: 16}``: index them with ``n % 16 == 0``."""
+    return (str(t), ()), (str(t), DIVISIBLE_16)
+
+
+_ONE_KEY = (None, int, 1)  # an int equal to 1 is a constexpr
+_I32_KEYS, _BOOL_KEY, _F32_KEY = _scalar_keys(i32), _scalar_keys(i1)[0], _scalar_keys(f32)[0]
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _int_spec(v: int) -> tuple[Hashable, Any]:
+    if v == 1:
+        return _ONE_KEY, v
+    if -2**31 <= v < 2**31:  # the usual case, without a call
+        return _I32_KEYS[v % 16 == 0], v
+    if not -2**63 <= v < 2**64:
+        raise NotFast  # the general path says it does not fit
+    return _scalar_keys(_int_type(v, ""))[v % 16 == 0], v
+
+
+def _bool_spec(v: bool) -> tuple[Hashable, Any]:
+    return _BOOL_KEY, v
+
+
+def _float_spec(v: float) -> tuple[Hashable, Any]:
+    if -_F32_MAX <= v <= _F32_MAX:  # False for inf and NaN too: the general path handles them
+        return _F32_KEY, v
+    raise NotFast
+
+
+def _numpy_scalar_spec(t: ScalarType) -> Spec:
+    """The spec of numpy's scalar type for ``t``: integers carry their divisibility, as in ``_numpy_scalar_arg``."""
+    keys = _scalar_keys(t)
+    if t.is_int and not t.is_bool:
+        return lambda v: (keys[int(v) % 16 == 0], v)
+    return lambda v: (keys[0], v)
+
+
+_POINTER_OF_TORCH_DTYPE: dict[Any, str] = {}  # by name, as in dispatch keys
+
+
+def _torch_spec(t: Any) -> tuple[Hashable, Any]:
+    """A CUDA tensor: its address and the key ``_torch_arg`` gives it, read
+    without ``t.device`` (which builds an object on every call)."""
+    if not t.is_cuda:
+        raise NotFast  # a CPU tensor runs on the host, through the general path
+    pointer = _POINTER_OF_TORCH_DTYPE.get(t.dtype)
+    if pointer is None:  # an unsupported dtype raises TypeError here: the general path words it
+        pointer = _POINTER_OF_TORCH_DTYPE[t.dtype] = str(_pointer_to(_elem_type_of(t.dtype, _dtype_name, "")))
+    address = t.data_ptr()
+    return (pointer, _divisibility(address), "cuda", t.get_device()), address
+
+
+def _not_fast(v: Any) -> tuple[Hashable, Any]:
+    raise NotFast
+
+
+class _Specs(dict):
+    """Exact type -> spec.  A type first seen is looked at once: torch's tensor
+    types (``nn.Parameter`` too) get their spec (torch may be imported after
+    tilec), any other ``_not_fast``."""
+
+    def __missing__(self, t: type) -> Spec:
+        torch = sys.modules.get("torch")
+        spec = self[t] = _torch_spec if torch is not None and issubclass(t, torch.Tensor) else _not_fast
+        return spec
+
+
+SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec})
+SPECS.update({np_type: _numpy_scalar_spec(t) for t, np_type in _NUMPY_SCALAR.items()})

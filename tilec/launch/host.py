@@ -20,6 +20,12 @@ def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
 default_target = target  # what kernel.compile picks for host arrays: the same
 
 
+def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: Optional[int]) -> None:
+    """None: host launches take the general path, the only one that makes the
+    arrays the interpreter reads (and the interpreter dwarfs its cost)."""
+    return None
+
+
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
            device: Optional[int] = None, stream: Any = None) -> None:
     """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing them in place."""

@@ -11,11 +11,22 @@
    the variant up in ``kernel.cache`` -- keyed by every argument's type,
    attributes and constexpr value, the options and the target -- compiling on
    a miss;
-5. normalize the grid (a callable gets every bound argument by name) and launch.
+5. normalize the grid (a callable gets every bound argument by name) and launch;
+6. when the launcher offers one (``fast_launch``), remember the launch under
+   the arguments' dispatch keys and the options.
+
+That is the general path.  Every launch first tries the fast path: a function
+generated from the signature (``binder.make_specializer``) gives the dispatch
+keys and launch values, one lookup finds a remembered launch, and only the
+grid is left to normalize.  Anything else -- a first launch, a binding error,
+a value only ``classify_arg`` can judge (``NotFast``) -- takes the general
+path, so every check and error message lives there alone.
 
 A launcher is a module with ``target(args, device)``, ``default_target(args,
-device)`` (what ``compile`` picks) and ``launch(compiled, grid, args, device,
-stream)``, registered in ``LAUNCHERS`` by place.
+device)`` (what ``compile`` picks), ``launch(compiled, grid, args, device,
+stream)`` and ``fast_launch(compiled, args, device)`` (a function of the grid,
+every argument's launch value and the stream, or None), registered in
+``LAUNCHERS`` by place.
 """
 from __future__ import annotations
 
@@ -26,9 +37,10 @@ from typing import Any, Callable, Optional, Sequence
 
 from . import cuda, host
 from ..errors import TilecError
-from .args import KernelArg, classify_arg
+from .args import KernelArg, NotFast, classify_arg
+from .binder import make_binder, make_specializer
 from .compiler import CompiledKernel, Options, check_target, compile_variant
-from .grid import Grid, normalize_grid
+from .grid import Grid, grid_dims, normalize_grid
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
 
@@ -43,24 +55,32 @@ class JITFunction:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = inspect.signature(fn)
-        self._fast_bind = make_binder(self.signature)
         self.constexprs = frozenset(n for n, p in self.signature.parameters.items()
                                     if is_constexpr_annotation(p.annotation))
         self.cache: dict[tuple, CompiledKernel] = {}
+        self._generated_bind = make_binder(self.signature)
+        self._specialize = make_specializer(self.signature, self.constexprs)
+        self._launches: dict[tuple, Callable[..., None]] = {}  # (dispatch keys, num_warps, num_stages) -> launch
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
-        return functools.partial(self.run, grid=grid)
+        return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
 
     def run(self, *args: Any, grid: Grid, num_warps: int = 4, num_stages: int = 3, stream: Any = None,
             **kwargs: Any) -> None:
         """Launch over ``grid`` (an int, 1-3 ints, or ``lambda META: ...``) on
         ``stream`` (GPU launches only; default: torch's current stream)."""
-        bound = self._bind(args, kwargs)
-        classified = self._classify(bound)
-        place, device = common_place(classified, self.__name__)
-        launcher = self._launcher(place)
-        compiled = self._variant(classified, Options(num_warps, num_stages), launcher.target(classified, device))
-        launcher.launch(compiled, normalize_grid(grid, bound, self.__name__), classified, device, stream)
+        launch = None
+        if self._specialize is not None and type(num_warps) is int and type(num_stages) is int:  # True == 1
+            try:
+                keys, values, given = self._specialize(*args, **kwargs)
+                launch = self._launches.get((keys, num_warps, num_stages))
+            except (TypeError, NotFast):
+                pass  # a binding error, an unhashable constexpr, a value only the general path judges
+        if launch is None:
+            return self._run_general(args, kwargs, grid, num_warps, num_stages, stream)
+        if callable(grid):
+            grid = grid(dict(zip(self.signature.parameters, given)))
+        launch(grid_dims(grid, self.__name__), values, stream)
 
     def compile(self, *args: Any, target: Optional[str] = None, num_warps: int = 4, num_stages: int = 3,
                 **kwargs: Any) -> CompiledKernel:
@@ -85,10 +105,28 @@ class JITFunction:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
     # --- the steps of a launch ----------------------------------------------
+    def _run_general(self, args: Sequence, kwargs: dict, grid: Grid, num_warps: Any, num_stages: Any,
+                     stream: Any) -> None:
+        """Launch through every step (see the module doc), remembering the launch for the fast path."""
+        bound = self._bind(args, kwargs)
+        classified = self._classify(bound)
+        place, device = common_place(classified, self.__name__)
+        launcher = self._launcher(place)
+        options = Options(num_warps, num_stages)
+        compiled = self._variant(classified, options, launcher.target(classified, device))
+        grid = normalize_grid(grid, bound, self.__name__)
+        launcher.launch(compiled, grid, classified, device, stream)
+        if device is not None and 0 not in grid:  # the fast path's keys say the device; an empty grid loaded nothing
+            self._remember(classified, options, launcher.fast_launch(compiled, classified, device))
+
+    def _remember(self, args: Sequence[KernelArg], options: Options, launch: Optional[Callable[..., None]]) -> None:
+        if launch is not None:
+            self._launches[(tuple(a.dispatch_key for a in args), options.num_warps, options.num_stages)] = launch
+
     def _bind(self, args: Sequence, kwargs: dict) -> dict[str, Any]:
-        if self._fast_bind is not None:
+        if self._generated_bind is not None:
             try:
-                return self._fast_bind(*args, **kwargs)
+                return self._generated_bind(*args, **kwargs)
             except TypeError:
                 pass  # a binding error: inspect words it better
         try:
@@ -133,25 +171,6 @@ def is_constexpr_annotation(annotation: Any) -> bool:
     from .. import language
 
     return annotation is language.constexpr
-
-
-def make_binder(signature: inspect.Signature) -> Optional[Callable[..., dict[str, Any]]]:
-    """A function taking the kernel's parameters and returning them by name,
-    defaults applied: ``signature.bind`` + ``apply_defaults`` at a twentieth of
-    the cost (it runs on every launch).  None for a signature with
-    positional-only or variadic parameters, which ``inspect`` binds instead."""
-    params = list(signature.parameters.values())
-    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params):
-        return None
-    listed = []
-    for p in params:
-        if p.kind is p.KEYWORD_ONLY and "*" not in listed:
-            listed.append("*")
-        listed.append(p.name if p.default is p.empty else f"{p.name}=_defaults[{p.name!r}]")
-    namespace = {"_defaults": {p.name: p.default for p in params}}
-    returned = ", ".join(f"{p.name!r}: {p.name}" for p in params)
-    exec(f"def bind({', '.join(listed)}):\n    return {{{returned}}}\n", namespace)
-    return namespace["bind"]
 
 
 def common_place(args: Sequence[KernelArg], kernel: str) -> tuple[str, Optional[int]]:

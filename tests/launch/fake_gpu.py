@@ -1,0 +1,141 @@
+"""A fake CUDA driver layer and fake device arrays, for the launch tests that
+run everywhere (``test_cuda_launcher.py``, ``test_fast_path.py``): the real
+compile pipeline runs, the driver calls are recorded."""
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from tilec.launch import cuda, cuda_driver as cd
+
+
+class FakeCudaArray:
+    """A CUDA array as CuPy exposes it (``device`` None: only ``__cuda_array_interface__``)."""
+
+    def __init__(self, address=0x7F00_0000_0000, device=0, typestr="<f4"):
+        self.__cuda_array_interface__ = {"shape": (64,), "typestr": typestr, "data": (address, False), "version": 3}
+        if device is not None:
+            self.__dlpack_device__ = lambda: (2, device)
+
+
+class FakeGPU:
+    """Records what the launcher asks of the driver layer; one ``sm_90`` device per index."""
+
+    def __init__(self, monkeypatch, arch="sm_90"):
+        self.arch, self.launches, self.loads, self.syncs, self.shared_opt_ins = arch, [], [], [], []
+        self.registers, self.rejected, self.pointer_devices = 32, set(), {}
+        for name in ("compute_capability", "device_name", "device_count", "retain_primary_context", "enter_context",
+                     "leave_context", "load_image", "load_ptx", "get_function", "function_attribute",
+                     "set_max_dynamic_shared", "launch", "synchronize", "pointer_device"):
+            monkeypatch.setattr(cd, name, getattr(self, name))
+
+    def compute_capability(self, device=0):
+        return self.arch
+
+    def device_name(self, device=0):
+        return "Fake GPU"
+
+    def device_count(self):
+        return 2
+
+    def retain_primary_context(self, device=0):
+        return 1000 + device
+
+    def enter_context(self, ctx, handle):
+        return False
+
+    def leave_context(self):
+        raise AssertionError("never pushed")
+
+    def load_image(self, image, device=0, kind="cubin"):
+        if kind in self.rejected:
+            raise cd.CudaError(209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "", f"loading {kind}")
+        self.loads.append((kind, device))
+        return cd.Module(handle=len(self.loads), device=device)
+
+    def load_ptx(self, ptx, device=0):
+        assert ".visible .entry" in ptx
+        return self.load_image(ptx.encode(), device, "PTX")
+
+    def get_function(self, module, name):
+        return cd.Kernel(handle=("function", name), name=name, device=module.device)
+
+    def function_attribute(self, kernel, name):
+        assert name == "NUM_REGS"
+        return self.registers
+
+    def set_max_dynamic_shared(self, kernel, nbytes):
+        self.shared_opt_ins.append(nbytes)
+
+    def launch(self, kernel, grid, block, shared, stream, packer, values):
+        packer.pack(values)
+        self.launches.append(dict(name=kernel.name, device=kernel.device, grid=grid, block=block, shared=shared,
+                                  stream=stream, values=list(packer.unpack()), packer=packer))
+
+    def synchronize(self, stream, what):
+        self.syncs.append((stream, what))
+
+    def pointer_device(self, address):
+        return self.pointer_devices.get(address, 0)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """A fake GPU; the launcher's cached device facts are forgotten before and after."""
+    for cached in (cuda.available, cuda._device_arch):
+        cached.cache_clear()
+    monkeypatch.delenv("TILEC_SYNC", raising=False)
+    monkeypatch.setitem(sys.modules, "torch", None)  # no torch: the default stream is 0
+    yield FakeGPU(monkeypatch)
+    for cached in (cuda.available, cuda._device_arch):
+        cached.cache_clear()
+
+
+def arrays(n=3, device=0):
+    return [FakeCudaArray(0x7F00_0000_0000 + 0x10000 * i, device) for i in range(n)]
+
+
+class FakeTorchDtype:
+    """A torch dtype as the launch layer reads it: its ``str`` and its module."""
+
+    __module__ = "torch"
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+
+FLOAT32, FLOAT16, INT64 = FakeTorchDtype("float32"), FakeTorchDtype("float16"), FakeTorchDtype("int64")
+
+
+class FakeTensor:
+    """A torch tensor as the launch layer reads one (on CUDA unless ``device`` is None)."""
+
+    def __init__(self, address=0x7F00_0000_0000, device=0, dtype=FLOAT32):
+        self.address, self.index, self.dtype = address, device, dtype
+        self.is_cuda = device is not None
+        self.device = types.SimpleNamespace(type="cuda" if self.is_cuda else "cpu", index=device)
+
+    def data_ptr(self):
+        return self.address
+
+    def get_device(self):
+        return self.index if self.is_cuda else -1
+
+
+@pytest.fixture
+def fake_torch(gpu, monkeypatch):
+    """A fake GPU and a ``torch`` whose tensors are ``FakeTensor``s (CUDA never
+    set up: the default stream stays 0); the fast path's spec for them is
+    forgotten before and after."""
+    from tilec.launch.args import SPECS
+
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        Tensor=FakeTensor, cuda=types.SimpleNamespace(is_initialized=lambda: False)))
+    SPECS.pop(FakeTensor, None)
+    yield gpu
+    SPECS.pop(FakeTensor, None)
