@@ -83,7 +83,9 @@ def _import_bindings() -> Any:
 
 
 def _code(err: Any) -> int:
-    return int(getattr(err, "value", err))
+    """A ``CUresult`` as an int: cuda-python's are ints (``int()`` costs a fifth
+    of ``.value``, and every launch checks two), older ones plain enums."""
+    return int(err) if isinstance(err, int) else int(getattr(err, "value", err))
 
 
 def _describe(err: Any, mod: Any = None) -> tuple[str, str]:
@@ -111,13 +113,13 @@ def _text(s: Any) -> str:
 def check(result: Sequence[Any], what: str) -> Any:
     """Unwrap a driver call's ``(CUresult, *values)``: the value (or tuple of
     values, or None), raising ``CudaError`` naming ``what`` on failure."""
-    err, *values = result
+    err = result[0]
     if _code(err) != 0:
         name, description = _describe(err)
         raise CudaError(_code(err), name, description, what)
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
+    if len(result) <= 2:  # no starred unpacking: ``enter_context`` checks a result every launch
+        return result[1] if len(result) == 2 else None
+    return tuple(result[1:])
 
 
 # --- devices and contexts ---------------------------------------------------
