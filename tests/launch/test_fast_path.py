@@ -155,6 +155,19 @@ def test_a_changed_specialization_takes_its_variant(fake_torch, general_launches
         expected_packer(k, (x, y, out, 608))
 
 
+def test_taking_variants_out_of_the_cache_forgets_their_launches(fake_torch, general_launches):
+    k = fresh(add_kernel)
+    x = FakeTensor()
+    k[(1,)](x, x, x, 600)
+    (key,) = k.cache
+    del k.cache[key]
+    k[(1,)](x, x, x, 600)
+    assert len(general_launches) == 2 and list(k.cache) == [key]  # compiled again
+    k.cache.clear()
+    k[(1,)](x, x, x, 600)
+    assert len(general_launches) == 3 and len(k.cache) == 1
+
+
 def test_another_device_takes_its_own_launch(fake_torch, general_launches):
     k = fresh(add_kernel)
     on = {d: [FakeTensor(BASE + 0x100 * i, device=d) for i in range(3)] for d in (0, 1)}

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Iterator, MutableMapping
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
 
@@ -57,10 +58,10 @@ class JITFunction:
         self.signature = inspect.signature(fn)
         self.constexprs = frozenset(n for n, p in self.signature.parameters.items()
                                     if is_constexpr_annotation(p.annotation))
-        self.cache: dict[tuple, CompiledKernel] = {}
+        self.cache = VariantCache()
+        self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
         self._specialize = make_specializer(self.signature, self.constexprs)
-        self._launches: dict[tuple, Callable[..., None]] = {}  # (dispatch keys, num_warps, num_stages) -> launch
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
         return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
@@ -69,15 +70,15 @@ class JITFunction:
             **kwargs: Any) -> None:
         """Launch over ``grid`` (an int, 1-3 ints, or ``lambda META: ...``) on
         ``stream`` (GPU launches only; default: torch's current stream)."""
-        launch = None
+        keys = launch = None
         if self._specialize is not None and type(num_warps) is int and type(num_stages) is int:  # True == 1
             try:
                 keys, values, given = self._specialize(*args, **kwargs)
                 launch = self._launches.get((keys, num_warps, num_stages))
             except (TypeError, NotFast):
-                pass  # a binding error, an unhashable constexpr, a value only the general path judges
+                keys = None  # a binding error, an unhashable constexpr, a value only the general path judges
         if launch is None:
-            return self._run_general(args, kwargs, grid, num_warps, num_stages, stream)
+            return self._run_general(args, kwargs, grid, num_warps, num_stages, stream, keys)
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, given)))
         launch(grid_dims(grid, self.__name__), values, stream)
@@ -106,8 +107,10 @@ class JITFunction:
 
     # --- the steps of a launch ----------------------------------------------
     def _run_general(self, args: Sequence, kwargs: dict, grid: Grid, num_warps: Any, num_stages: Any,
-                     stream: Any) -> None:
-        """Launch through every step (see the module doc), remembering the launch for the fast path."""
+                     stream: Any, keys: Optional[tuple]) -> None:
+        """Launch through every step (see the module doc); remember the launch
+        for the fast path under ``keys``, the dispatch keys the specializer gave
+        (None: it gave none, and would give none next time either)."""
         bound = self._bind(args, kwargs)
         classified = self._classify(bound)
         place, device = common_place(classified, self.__name__)
@@ -116,12 +119,16 @@ class JITFunction:
         compiled = self._variant(classified, options, launcher.target(classified, device))
         grid = normalize_grid(grid, bound, self.__name__)
         launcher.launch(compiled, grid, classified, device, stream)
-        if device is not None and 0 not in grid:  # the fast path's keys say the device; an empty grid loaded nothing
-            self._remember(classified, options, launcher.fast_launch(compiled, classified, device))
+        # Only under keys the classification agrees with: a spec that disagreed would cost speed, not a wrong
+        # variant.  The keys say the device (so it must be known), and an empty grid loaded nothing.
+        if keys is not None and device is not None and 0 not in grid and keys == self._dispatch_keys(classified):
+            launch = launcher.fast_launch(compiled, classified, device)
+            if launch is not None:
+                self._launches[(keys, options.num_warps, options.num_stages)] = launch
 
-    def _remember(self, args: Sequence[KernelArg], options: Options, launch: Optional[Callable[..., None]]) -> None:
-        if launch is not None:
-            self._launches[(tuple(a.dispatch_key for a in args), options.num_warps, options.num_stages)] = launch
+    @staticmethod
+    def _dispatch_keys(args: Sequence[KernelArg]) -> tuple:
+        return tuple(a.dispatch_key for a in args)
 
     def _bind(self, args: Sequence, kwargs: dict) -> dict[str, Any]:
         if self._generated_bind is not None:
@@ -151,6 +158,42 @@ class JITFunction:
         if compiled is None:
             compiled = self.cache[key] = compile_variant(self.fn, args, options, target)
         return compiled
+
+
+class VariantCache(MutableMapping):
+    """``kernel.cache``: specialization key -> ``CompiledKernel``, and the fast
+    path's remembered launches, ``launches``: (dispatch keys, num_warps,
+    num_stages) -> launch.  Those run variants held here, so taking one out or
+    replacing it forgets them all: the next launch looks again, as the
+    general path always does."""
+
+    def __init__(self):
+        self._variants: dict[tuple, CompiledKernel] = {}
+        self.launches: dict[tuple, Callable[..., None]] = {}
+
+    def __getitem__(self, key: tuple) -> CompiledKernel:
+        return self._variants[key]
+
+    def get(self, key: tuple, default: Any = None) -> Any:
+        return self._variants.get(key, default)  # MutableMapping's goes through a KeyError
+
+    def __setitem__(self, key: tuple, compiled: CompiledKernel) -> None:
+        if key in self._variants:
+            self.launches.clear()
+        self._variants[key] = compiled
+
+    def __delitem__(self, key: tuple) -> None:
+        del self._variants[key]
+        self.launches.clear()
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._variants)
+
+    def __len__(self) -> int:
+        return len(self._variants)
+
+    def __repr__(self) -> str:
+        return f"VariantCache({self._variants!r})"
 
 
 def jit(fn: Optional[Callable] = None, **options: Any):
