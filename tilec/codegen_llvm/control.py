@@ -41,17 +41,23 @@ def _run_region(ctx: Ctx, block: Block, args: list[list]) -> list[list]:
     return [ctx[v] for v in term.values]
 
 
+def _enter_loop(ctx: Ctx, kind: str, inner: str):
+    """Branch from the current block to a new loop header and stay there;
+    returns (the entry block, the header, the loop's inner block, the exit block)."""
+    b = ctx.b
+    entry = b.block
+    header, inner_block, done = (b.append_basic_block(f"{kind}.{part}") for part in ("header", inner, "done"))
+    b.branch(header)
+    b.position_at_end(header)
+    return entry, header, inner_block, done
+
+
 @lowers(ir.For)
 def _for(ctx: Ctx, op: ir.For) -> None:
     b = ctx.b
     lower, upper, step = ctx[op.lower][0], ctx[op.upper][0], ctx[op.step][0]
     signed = op.lower.type.kind == "int"
-    entry = b.block
-    header = b.append_basic_block("for.header")
-    body = b.append_basic_block("for.body")
-    done = b.append_basic_block("for.done")
-    b.branch(header)
-    b.position_at_end(header)
+    entry, header, body, done = _enter_loop(ctx, "for", "body")
     iv = b.phi(lower.type)
     iv.add_incoming(lower, entry)
     carried = _phis(ctx, [ctx[v] for v in op.inits], entry)
@@ -107,12 +113,7 @@ def _if(ctx: Ctx, op: ir.If) -> None:
 @lowers(ir.While)
 def _while(ctx: Ctx, op: ir.While) -> None:
     b = ctx.b
-    entry = b.block
-    header = b.append_basic_block("while.before")
-    after = b.append_basic_block("while.after")
-    done = b.append_basic_block("while.done")
-    b.branch(header)
-    b.position_at_end(header)
+    entry, header, after, done = _enter_loop(ctx, "while", "after")
     carried = _phis(ctx, [ctx[v] for v in op.inits], entry)
     forwarded = _run_region(ctx, op.before, carried)
     cond = ctx[op.before.terminator.cond][0]
