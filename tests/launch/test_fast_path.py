@@ -32,14 +32,37 @@ SCALARS = [
     np.int8(-3), np.int16(32), np.int32(48), np.int64(2**40), np.uint8(255), np.uint16(16), np.uint32(7),
     np.uint64(2**63), np.float16(1.5), np.float32(0.1), np.float64(1e300), np.bool_(True),
 ]
+class CupyLikeArray:
+    """A device array as CuPy's class exposes it: the CUDA array interface and the DLPack device."""
+
+    def __init__(self, address=BASE, device=0, typestr="<f4"):
+        self.address, self.device, self.typestr = address, device, typestr
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (64,), "typestr": self.typestr, "data": (self.address, False), "version": 3}
+
+    def __dlpack_device__(self):
+        return (2, self.device)
+
+
+class NumbaLikeArray(CupyLikeArray):
+    """Only the CUDA array interface: the device comes from the driver."""
+
+    __dlpack_device__ = property(lambda self: self.no_such_attribute)
+
+
 TENSORS = [FakeTensor(BASE), FakeTensor(BASE + 4), FakeTensor(BASE + 8, device=1), FakeTensor(BASE, dtype=FLOAT16),
-           FakeTensor(BASE + 32, dtype=INT64), type("Parameter", (FakeTensor,), {})(BASE + 48)]
+           FakeTensor(BASE + 32, dtype=INT64), type("Parameter", (FakeTensor,), {})(BASE + 48),
+           CupyLikeArray(), CupyLikeArray(BASE + 8, 1, "<f2"), CupyLikeArray(BASE + 64, 0, "<i8")]
 
 
 def describe(value) -> str:
     """A test id that is the same in every process (no addresses)."""
     if isinstance(value, FakeTensor):
         return f"tensor({value.dtype}, {value.address - BASE:#x}, {value.index})"
+    if isinstance(value, CupyLikeArray):
+        return f"{type(value).__name__}({value.typestr}, {value.address - BASE:#x}, {value.device})"
     return repr(value) if type(value).__repr__ is not object.__repr__ else type(value).__name__
 
 
@@ -63,7 +86,8 @@ def test_each_spec_agrees_with_classify_arg(fake_torch, value):
 
 
 @pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e39, -1e39, 2**64, -2**63 - 1,
-                                   np.zeros(4, np.float32), FakeCudaArray(), FakeTensor(device=None), [1.0], object()],
+                                   np.zeros(4, np.float32), FakeCudaArray(), NumbaLikeArray(), FakeTensor(device=None),
+                                   [1.0], object()],
                          ids=describe)
 def test_what_a_spec_cannot_judge_goes_to_the_general_path(fake_torch, value):
     with pytest.raises(NotFast):
@@ -227,11 +251,15 @@ def test_a_float_past_f32_is_still_an_error(fake_torch):
     assert fake_torch.launches[-1]["values"][3] == float("inf")
 
 
-def test_arrays_without_a_spec_still_launch(fake_torch, general_launches):
+def test_cupy_arrays_take_the_fast_path_and_others_still_launch(fake_torch, general_launches):
     k = fresh(add_kernel)
     for _ in range(2):
-        k[(1,)](FakeCudaArray(), FakeCudaArray(), FakeCudaArray(), 600)
-    assert len(general_launches) == 2 and len(fake_torch.launches) == 2
+        k[(1,)](CupyLikeArray(BASE), CupyLikeArray(BASE + 16), CupyLikeArray(BASE + 32), 600)
+    assert len(general_launches) == 1 and fake_torch.launches[-1]["values"] == [BASE, BASE + 16, BASE + 32, 600]
+    for array in (FakeCudaArray, NumbaLikeArray):  # no spec, or no device said: the general path, every time
+        for _ in range(2):
+            k[(1,)](array(BASE), array(BASE), array(BASE), 600)
+    assert len(general_launches) == 5 and len(fake_torch.launches) == 6
 
 
 # --- cost -----------------------------------------------------------------------

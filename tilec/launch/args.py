@@ -25,7 +25,8 @@ type, a function from a value to its ``dispatch_key`` and the value a launch
 passes, without building a ``KernelArg``.  A spec may only return the key
 ``classify_arg`` gives the value (``tests/launch/test_fast_path.py`` checks each
 against it); what it cannot decide cheaply -- an unknown type, a host array, a
-CPU tensor, a float past f32's range, an int past 64 bits -- raises ``NotFast``
+CPU tensor, a CUDA array that does not say its device, a float past f32's
+range, an int past 64 bits -- raises ``NotFast``
 and the general path takes that launch, with its checks and error messages.
 """
 from __future__ import annotations
@@ -339,7 +340,17 @@ def _numpy_scalar_spec(t: ScalarType) -> Spec:
     return lambda v: (keys[0], v)
 
 
-_POINTER_OF_TORCH_DTYPE: dict[Any, str] = {}  # by name, as in dispatch keys
+_POINTER_NAMES: dict[Any, str] = {}
+
+
+def _pointer_name(dtype: Any) -> str:
+    """The name of the pointer type to ``dtype`` (a torch dtype or a typestr),
+    as dispatch keys hold it; an unsupported dtype raises TypeError, which
+    leaves the launch to the general path to word."""
+    name = _POINTER_NAMES.get(dtype)
+    if name is None:
+        name = _POINTER_NAMES[dtype] = str(_pointer_to(_elem_type_of(dtype, _dtype_name, "")))
+    return name
 
 
 def _torch_spec(t: Any) -> tuple[Hashable, Any]:
@@ -347,11 +358,22 @@ def _torch_spec(t: Any) -> tuple[Hashable, Any]:
     without ``t.device`` (which builds an object on every call)."""
     if not t.is_cuda:
         raise NotFast  # a CPU tensor runs on the host, through the general path
-    pointer = _POINTER_OF_TORCH_DTYPE.get(t.dtype)
-    if pointer is None:  # an unsupported dtype raises TypeError here: the general path words it
-        pointer = _POINTER_OF_TORCH_DTYPE[t.dtype] = str(_pointer_to(_elem_type_of(t.dtype, _dtype_name, "")))
     address = t.data_ptr()
-    return (pointer, _divisibility(address), "cuda", t.get_device()), address
+    return (_pointer_name(t.dtype), _divisibility(address), "cuda", t.get_device()), address
+
+
+def _cuda_array_spec(v: Any) -> tuple[Hashable, Any]:
+    """An array with ``__cuda_array_interface__`` and ``__dlpack_device__``
+    (CuPy): its address and the key ``_cuda_array_arg`` gives it.  One that
+    does not say its device (numba) is left to the general path, which asks
+    the driver, and so is an instance without the interface (a host array of
+    a type that holds both)."""
+    try:
+        iface, device = v.__cuda_array_interface__, v.__dlpack_device__
+    except AttributeError:
+        raise NotFast from None
+    address = iface["data"][0]
+    return (_pointer_name(iface["typestr"]), _divisibility(address), "cuda", int(device()[1])), address
 
 
 def _not_fast(v: Any) -> tuple[Hashable, Any]:
@@ -359,13 +381,21 @@ def _not_fast(v: Any) -> tuple[Hashable, Any]:
 
 
 class _Specs(dict):
-    """Exact type -> spec.  A type first seen is looked at once: torch's tensor
-    types (``nn.Parameter`` too) get their spec (torch may be imported after
-    tilec), any other ``_not_fast``."""
+    """Exact type -> spec.  A type first seen is looked at once, in
+    ``_CLASSIFIERS``'s order: torch's tensor types (``nn.Parameter`` too; torch
+    may be imported after tilec), then types whose class has the CUDA array
+    interface (an instance's own attribute is only seen by the general path);
+    any other gets ``_not_fast``."""
 
     def __missing__(self, t: type) -> Spec:
         torch = sys.modules.get("torch")
-        spec = self[t] = _torch_spec if torch is not None and issubclass(t, torch.Tensor) else _not_fast
+        if torch is not None and issubclass(t, torch.Tensor):
+            spec = _torch_spec
+        elif hasattr(t, "__cuda_array_interface__") and not issubclass(t, (np.ndarray, np.generic)):
+            spec = _cuda_array_spec
+        else:
+            spec = _not_fast
+        self[t] = spec
         return spec
 
 
