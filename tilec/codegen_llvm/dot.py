@@ -14,7 +14,7 @@ from llvmlite import ir as llir
 
 from .. import ir
 from ..ir.types import ScalarType, bf16, elem_type, f16, f32
-from .kernel import I32, Ctx, byte_offset, coordinates, linear_index, lowers
+from .kernel import I32, Ctx, coordinates, element_address, linear_index, lowers
 from .scalar_base import llvm_type, memory_type, resize_int
 from .shuffle import stage_in_smem
 
@@ -63,9 +63,7 @@ def _dot(ctx: Ctx, op: ir.Dot) -> None:
 
 
 def _smem_load(ctx: Ctx, base, index, size: int, elem: ScalarType):
-    b = ctx.b
-    p = byte_offset(b, base, b.mul(index, I32(size)))
-    return b.load(p, typ=memory_type(elem), align=size)
+    return ctx.b.load(element_address(ctx.b, base, index, size), typ=memory_type(elem), align=size)
 
 
 def _operand(ctx: Ctx, x, src: ScalarType, dst: ScalarType, op: ir.Dot):

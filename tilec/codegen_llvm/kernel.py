@@ -23,7 +23,8 @@ from llvmlite import ir as llir
 from ..errors import CompilationError
 from ..ir.core import Block, Function, Op, Value
 from ..ir.layouts import Layout, kept_dims, num_registers, register_offsets, root_blocked, root_shape
-from ..ir.types import PointerType, ScalarType, TileType, elem_type
+from ..ir.interp_ops import registrar
+from ..ir.types import ScalarType, TileType
 from ..opt.axis_info import analyze_axes
 from ..targets.base import Target
 from ..targets.nvptx import launch_bounds_attrs
@@ -46,15 +47,8 @@ class LLVMKernel:
 
 Rule = Callable[["Ctx", Op], None]
 LOWER: dict[type, Rule] = {}
-
-
-def lowers(*op_types: type) -> Callable[[Rule], Rule]:
-    """Register the decorated ``rule(ctx, op)`` for ``op_types``."""
-    def register(fn: Rule) -> Rule:
-        for t in op_types:
-            LOWER[t] = fn
-        return fn
-    return register
+lowers = registrar(LOWER)
+lowers.__doc__ = "Register the decorated ``rule(ctx, op)`` for the given op classes."
 
 
 class Ctx:
@@ -127,10 +121,6 @@ def registers_of(v: Value) -> int:
     """How many LLVM values hold ``v`` in each thread."""
     t = v.type
     return num_registers(t.layout, t.shape) if isinstance(t, TileType) else 1
-
-
-def layout_of(v: Value) -> Layout:
-    return v.type.layout
 
 
 def param_type(t) -> llir.Type:
@@ -266,9 +256,11 @@ def byte_offset(b: llir.IRBuilder, base: llir.Value, offset) -> llir.Value:
                  source_etype=llir.IntType(8))
 
 
-def elem_of(v: Value):
-    return elem_type(v.type)
+def element_address(b: llir.IRBuilder, base: llir.Value, index: llir.Value, size: int,
+                    start: int = 0) -> llir.Value:
+    """The address of element ``index`` (i32) of ``size``-byte elements laid out
+    from ``start`` bytes past ``base``."""
+    offset = b.mul(index, I32(size))
+    return byte_offset(b, base, b.add(I32(start), offset) if start else offset)
 
 
-def is_pointer_elem(v: Value) -> bool:
-    return isinstance(elem_type(v.type), PointerType)

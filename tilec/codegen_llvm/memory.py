@@ -25,7 +25,7 @@ from ..ir.types import ScalarType, TileType, elem_type, shape_of
 from ..opt.axis_info import mask_vector_width, vector_width
 from .elementwise import constant
 from .kernel import I32, Ctx, all_of, first_thread, lowers, owner_predicate, registers_of
-from .scalar_base import llvm_type, memory_type
+from .scalar_base import memory_type
 
 MAX_VECTOR_BYTES = 16
 
@@ -126,7 +126,7 @@ def _pack(ctx: Ctx, values: list) -> llir.Value:
 @lowers(ir.Store)
 def _store(ctx: Ctx, op: ir.Store) -> None:
     elem = elem_type(op.value.type)
-    mem, width = memory_type(elem), access_width(ctx, op)
+    width = access_width(ctx, op)
     ptrs, values, n = ctx[op.ptr], ctx[op.value], registers_of(op.value)
     masks = ctx[op.mask] if op.mask is not None else None
     owner = _owner(ctx, op.ptr)

@@ -21,9 +21,9 @@ from llvmlite import ir as llir
 
 from .. import ir
 from ..ir.core import Block
-from ..ir.layouts import Slice, kept_dims, register_counts, register_strides, root_blocked, root_shape
+from ..ir.layouts import kept_dims, register_counts, register_strides, root_blocked, root_shape
 from ..ir.types import TileType, elem_type
-from .kernel import I32, Ctx, _dim_ids, _log2, byte_offset, layout_coordinates, linear_index, lowers
+from .kernel import I32, Ctx, _dim_ids, _log2, element_address, layout_coordinates, linear_index, lowers
 from .memory import _from_memory, _to_memory
 from .scalar_base import memory_type
 
@@ -119,14 +119,14 @@ def _across_warps(ctx: Ctx, op: ir.Reduce, partial: list, dims: set) -> list:
     for vals, slot in zip(partial, slots):
         where = b.add(b.mul(group, I32(out_numel)), slot)
         for k, v in enumerate(vals):
-            b.store(_to_memory(ctx, v, elems[k]), _address(b, base, starts[k], where, sizes[k]), align=sizes[k])
+            b.store(_to_memory(ctx, v, elems[k]), element_address(b, base, where, sizes[k], starts[k]), align=sizes[k])
     ctx.barrier()
     result = []
     for slot in slots:
         acc = None
         for g in range(groups):
             where = b.add(I32(g * out_numel), slot)
-            vals = [_from_memory(ctx, b.load(_address(b, base, starts[k], where, sizes[k]),
+            vals = [_from_memory(ctx, b.load(element_address(b, base, where, sizes[k], starts[k]),
                                              typ=memory_type(elems[k]), align=sizes[k]), elems[k])
                     for k in range(len(elems))]
             acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
@@ -138,8 +138,6 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def _address(b, base, start: int, index, size: int):
-    return byte_offset(b, base, b.add(I32(start), b.mul(index, I32(size))))
 
 
 # --------------------------------------------------------------------------- #

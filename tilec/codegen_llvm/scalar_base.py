@@ -18,6 +18,7 @@ from llvmlite.ir.types import _BaseFloatType
 
 from tilec.errors import TilecError
 from tilec.ir.core import Op
+from tilec.ir.interp_ops import registrar
 from tilec.ir.types import PointerType, ScalarType, elem_type
 
 
@@ -74,15 +75,8 @@ class ScalarContext:
 
 Emitter = Callable[[ScalarContext, Op, list], llir.Value]
 LOWER: dict[type, Emitter] = {}
-
-
-def lowers(*op_types: type) -> Callable[[Emitter], Emitter]:
-    """Register the decorated emitter ``fn(ctx, op, args) -> value`` for ``op_types``."""
-    def register(fn: Emitter) -> Emitter:
-        for op_type in op_types:
-            LOWER[op_type] = fn
-        return fn
-    return register
+lowers = registrar(LOWER)
+lowers.__doc__ = "Register the decorated emitter ``fn(ctx, op, args) -> value`` for the given op classes."
 
 
 def operand_type(op: Op, index: int = 0) -> ScalarType | PointerType:

@@ -16,7 +16,7 @@ from llvmlite import ir as llir
 
 from .. import ir
 from ..ir.types import TileType, elem_type, shape_of
-from .kernel import I32, Ctx, byte_offset, layout_coordinates, linear_index, lowers
+from .kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers
 from .memory import _from_memory, _to_memory
 from .scalar_base import memory_type
 
@@ -48,11 +48,11 @@ def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[l
     with _maybe(b, pred):
         for regs, t, index_of in writes:
             for v, coords in zip(regs, tile_coordinates(ctx, t)):
-                b.store(_to_memory(ctx, v, elem), _address(b, base, index_of(coords), size), align=size)
+                b.store(_to_memory(ctx, v, elem), element_address(b, base, index_of(coords), size), align=size)
     ctx.barrier()
     out = []
     for t, index_of in reads:
-        out.append([_from_memory(ctx, b.load(_address(b, base, index_of(c), size), typ=mem, align=size), elem)
+        out.append([_from_memory(ctx, b.load(element_address(b, base, index_of(c), size), typ=mem, align=size), elem)
                     for c in tile_coordinates(ctx, t)])
     return out
 
@@ -72,7 +72,7 @@ def stage_in_smem(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
         region = byte_offset(b, base, start)
         index, size, elem = row_major(ctx, shape_of(t)), _elem_bytes(t), elem_type(t)
         for v, coords in zip(regs, tile_coordinates(ctx, t)):
-            b.store(_to_memory(ctx, v, elem), _address(b, region, index(coords), size), align=size)
+            b.store(_to_memory(ctx, v, elem), element_address(b, region, index(coords), size), align=size)
         regions.append(region)
     ctx.barrier()
     return regions
@@ -103,8 +103,6 @@ class _maybe:
         return False
 
 
-def _address(b: llir.IRBuilder, base, index: llir.Value, size: int) -> llir.Value:
-    return byte_offset(b, base, b.mul(index, I32(size)))
 
 
 @lowers(ir.ConvertLayout)

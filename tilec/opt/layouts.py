@@ -25,7 +25,6 @@ Ops whose codegen moves elements through shared memory anyway (``dot``,
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Optional
 
 from .. import ir
