@@ -120,7 +120,115 @@ class Slice:
         return f"slice<{self.dim}, {self.parent}>"
 
 
-Layout = Union[Blocked, Slice]
+@dataclass(frozen=True)
+class Mma:
+    """The accumulator layout of the tensor cores' ``mma.sync.m16n8kK``.
+
+    A 2-D ``[M, N]`` tile is cut into 16x8 instruction tiles; warp ``w`` is
+    ``(w % wm, w // wm)`` on a ``wpc = (wm, wn)`` grid and takes every
+    ``wm``-th tile down and every ``wn``-th across.  In each 16x8 tile lane
+    ``4g + t`` holds rows ``g, g+8`` and columns ``2t, 2t+1``; registers run
+    ``[rep_m][rep_n][c0..c3]``, the order the instruction reads and writes.
+    """
+
+    wpc: tuple[int, int]
+
+    def __post_init__(self):
+        if len(self.wpc) != 2 or not all(_is_pow2(x) for x in self.wpc):
+            raise ValueError(f"malformed mma layout {self}")
+
+    @property
+    def rank(self) -> int:
+        return 2
+
+    def __str__(self) -> str:
+        return f"mma<{_int_list(self.wpc)}>"
+
+
+@dataclass(frozen=True)
+class DotOperand:
+    """An operand of ``mma.sync`` in registers: ``idx`` 0 is ``a`` (``[M, K]``),
+    1 is ``b`` (``[K, N]``), for the ``parent`` accumulator layout.
+
+    ``kwidth`` consecutive ``k`` elements share one 32-bit register: 2 for
+    f16/bf16 (``m16n8k16``), 1 for tf32 (``m16n8k8``), 4 for int8
+    (``m16n8k32``); an instruction covers ``8 * kwidth`` of ``k``.  For
+    ``a``, lane ``4g + t`` holds rows ``g, g+8`` and ``k`` from
+    ``kwidth*t`` and ``kwidth*t + 4*kwidth``; registers run
+    ``[rep_m][k step][4 words][kwidth]``.  For ``b``, column ``g`` and the
+    same ``k``; registers ``[rep_n][k step][2 words][kwidth]``.  Warps along
+    the other operand's dim hold copies.
+    """
+
+    idx: int
+    kwidth: int
+    parent: Mma
+
+    def __post_init__(self):
+        if self.idx not in (0, 1) or self.kwidth not in (1, 2, 4) or not isinstance(self.parent, Mma):
+            raise ValueError(f"malformed dot operand layout {self}")
+
+    @property
+    def rank(self) -> int:
+        return 2
+
+    @property
+    def k_step(self) -> int:
+        """The ``k`` one instruction covers."""
+        return 8 * self.kwidth
+
+    def __str__(self) -> str:
+        return f"dot_op<{self.idx}, {self.kwidth}, {self.parent}>"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A tile held in shared memory (a buffer, not registers).
+
+    The last two dims form a matrix stored along ``order[0]`` (the fast one
+    of them) in rows of 16-byte chunks of ``vec`` elements; leading dims
+    (pipeline slots) are whole matrices one after another.  Chunk ``c`` of
+    row ``r`` sits at chunk ``c ^ ((r // per_phase) % max_phase)``: the
+    XOR swizzle that spreads the 8 rows one ``ldmatrix`` reads (or a warp's
+    16-byte writes) over all 32 banks.  ``max_phase`` 1 is no swizzle.
+    """
+
+    vec: int
+    per_phase: int
+    max_phase: int
+    order: tuple[int, ...]
+
+    def __post_init__(self):
+        if not all(_is_pow2(x) for x in (self.vec, self.per_phase, self.max_phase)) or \
+                sorted(self.order) != list(range(len(self.order))) or len(self.order) < 2:
+            raise ValueError(f"malformed shared layout {self}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.order)
+
+    def __str__(self) -> str:
+        return f"shared<{self.vec}, {self.per_phase}, {self.max_phase}, {_int_list(self.order)}>"
+
+
+Layout = Union[Blocked, Slice, Mma, DotOperand, Shared]
+REGISTER_LAYOUTS = (Blocked, Slice, Mma, DotOperand)
+
+
+def is_shared(layout) -> bool:
+    """True for a tile held in shared memory (``Shared``)."""
+    return isinstance(layout, Shared)
+
+
+def swizzled_layout(shape: tuple[int, ...], order: tuple[int, ...], elem_bytes: int) -> Shared:
+    """The shared layout for a tile of ``shape`` whose matrix is stored along
+    ``order[0]``: rows of 16-byte chunks, swizzled so that 8 consecutive rows
+    cover the 8 chunk positions of a 128-byte bank line once each."""
+    vec = max(1, 16 // elem_bytes)
+    row_bytes = shape[order[0]] * elem_bytes
+    if row_bytes < 32:
+        return Shared(vec, 1, 1, order)
+    return Shared(vec, max(1, 128 // row_bytes), min(8, row_bytes // 16), order)
 
 
 def _is_pow2(n: int) -> bool:
@@ -165,8 +273,11 @@ def register_offsets(layout: Layout, shape: tuple[int, ...]) -> list[tuple[int, 
 
     Registers run along the root's ``order[0]`` first; a slice keeps its
     parent's order (the removed dim has one register), so ``expand_dims`` of
-    a slice and ``reduce`` to it keep registers where they are.
+    a slice and ``reduce`` to it keep registers where they are.  Tensor-core
+    layouts keep the instructions' order (``Mma``, ``DotOperand``).
     """
+    if isinstance(layout, (Mma, DotOperand)):
+        return mma_register_offsets(layout, shape)
     root = root_blocked(layout)
     plans = root.dim_plans(root_shape(layout, shape))
     ranges = [range(plans[d].regs) for d in reversed(root.order)]  # slowest first for product()
@@ -180,6 +291,8 @@ def register_offsets(layout: Layout, shape: tuple[int, ...]) -> list[tuple[int, 
 
 def num_registers(layout: Layout, shape: tuple[int, ...]) -> int:
     """How many elements each thread holds of a tile of ``shape``."""
+    if isinstance(layout, (Mma, DotOperand)):
+        return len(mma_register_offsets(layout, shape))
     root = root_blocked(layout)
     return math.prod(p.regs for p in root.dim_plans(root_shape(layout, shape)))
 
@@ -203,9 +316,59 @@ def register_counts(layout: Layout, shape: tuple[int, ...]) -> list[int]:
     return [plans[d].regs for d in kept_dims(layout)]
 
 
+def mma_grid(layout, shape: tuple[int, ...]) -> tuple[int, int]:
+    """Instruction tiles per warp of an ``Mma`` or ``DotOperand`` tile:
+    ``(rep_m, rep_n)`` for the accumulator, ``(rep_m, k steps)`` for ``a``,
+    ``(rep_n, k steps)`` for ``b``."""
+    if isinstance(layout, Mma):
+        wm, wn = layout.wpc
+        return max(1, shape[0] // (16 * wm)), max(1, shape[1] // (8 * wn))
+    wm, wn = layout.parent.wpc
+    steps = max(1, shape[1 - layout.idx] // layout.k_step)
+    if layout.idx == 0:
+        return max(1, shape[0] // (16 * wm)), steps
+    return max(1, shape[1] // (8 * wn)), steps
+
+
+def mma_register_offsets(layout, shape: tuple[int, ...]) -> list[tuple[int, int]]:
+    """``register_offsets`` of the tensor-core layouts (their docstrings give the order)."""
+    outer, inner = mma_grid(layout, shape)
+    out = []
+    if isinstance(layout, Mma):
+        wm, wn = layout.wpc
+        for rm, rn, c in itertools.product(range(outer), range(inner), range(4)):
+            out.append((rm * 16 * wm + 8 * (c // 2), rn * 8 * wn + c % 2))
+        return out
+    kw, wm, wn = layout.kwidth, *layout.parent.wpc
+    half = 4 * kw
+    words = 4 if layout.idx == 0 else 2
+    for rep, ks, w, e in itertools.product(range(outer), range(inner), range(words), range(kw)):
+        if layout.idx == 0:
+            out.append((rep * 16 * wm + 8 * (w % 2), ks * layout.k_step + (w // 2) * half + e))
+        else:
+            out.append((ks * layout.k_step + w * half + e, rep * 8 * wn))
+    return out
+
+
 # --------------------------------------------------------------------------- #
 # Choosing layouts
 # --------------------------------------------------------------------------- #
+
+def mma_layout(shape: tuple[int, int], num_warps: int) -> Mma:
+    """The accumulator layout for an ``[M, N]`` dot: warps doubled along the
+    dim with more instruction tiles left per warp (M's tiles are 16 tall,
+    N's 8 wide), never past the tile; warps left over hold copies."""
+    wm = wn = 1
+    while wm * wn < num_warps:
+        rows, cols = shape[0] // (16 * wm), shape[1] // (8 * wn)
+        if rows >= cols and rows >= 2:
+            wm *= 2
+        elif cols >= 2:
+            wn *= 2
+        else:
+            break
+    return Mma((wm, wn))
+
 
 def blocked_layout(shape: tuple[int, ...], order: tuple[int, ...], vector: int,
                    num_warps: int, warp_size: int = 32) -> Blocked:

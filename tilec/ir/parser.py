@@ -21,7 +21,7 @@ from typing import Any, NoReturn, Optional
 
 from .core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value
 from .ops import all_op_classes
-from .layouts import Blocked, Layout, Slice
+from .layouts import Blocked, DotOperand, Layout, Mma, Shared, Slice
 from .types import SCALAR_TYPES, PointerType, ScalarType, TileType, Type
 
 
@@ -391,7 +391,7 @@ class _Parser:
             return _WORD_CONSTANTS[tok.text]
         if tok.text in SCALAR_TYPES or tok.text in ("ptr", "tile"):
             return self.type()
-        if tok.text in ("blocked", "slice"):
+        if tok.text in LAYOUT_WORDS:
             return self.layout()
         return self.number()
 
@@ -456,28 +456,36 @@ class _Parser:
         return TileType(tuple(dims), elem, layout)
 
     def layout(self) -> Layout:
-        """``blocked<[spt], [tpw], [wpc], [order]>`` or ``slice<dim, layout>``."""
-        tok = self.expect_kind("word", "a layout (`blocked<...>` or `slice<...>`)")
-        if tok.text not in ("blocked", "slice"):
+        """``blocked<[spt], [tpw], [wpc], [order]>``, ``slice<dim, layout>``,
+        ``mma<[wm, wn]>``, ``dot_op<idx, kwidth, mma<...>>`` or
+        ``shared<vec, per_phase, max_phase, [order]>``."""
+        tok = self.expect_kind("word", "a layout (`blocked<...>`, `slice<...>`, `mma<...>`, ...)")
+        if tok.text not in LAYOUT_WORDS:
             self.fail(f"unknown layout `{tok.text}`", tok)
         self.expect("<")
-        if tok.text == "slice":
-            dim = self.int_word()
+        if tok.text in ("slice", "dot_op"):
+            ints = [self.int_word()]
             self.expect(",")
-            parent = self.layout()
+            if tok.text == "dot_op":
+                ints.append(self.int_word())
+                self.expect(",")
+            fields = ints + [self.layout()]
             self.expect(">")
-            return Slice(parent, dim)
-        fields = self.comma_list(self.int_list, ">")
+        else:
+            fields = self.comma_list(lambda: self.int_list() if self.peek().text == "[" else self.int_word(), ">")
         try:
-            return Blocked(*fields)
+            if tok.text == "slice":
+                return Slice(fields[1], fields[0])
+            return LAYOUT_WORDS[tok.text](*fields)
         except (TypeError, ValueError) as e:
-            self.fail(f"bad blocked layout: {e}", tok)
+            self.fail(f"bad {tok.text} layout: {e}", tok)
 
     def int_list(self) -> tuple[int, ...]:
         self.expect("[")
         return tuple(self.comma_list(self.int_word, "]"))
 
 
+LAYOUT_WORDS = {"blocked": Blocked, "slice": Slice, "mma": Mma, "dot_op": DotOperand, "shared": Shared}
 _WORD_CONSTANTS = {"true": True, "false": False, "none": None}
 
 
