@@ -9,8 +9,9 @@
    all on one CUDA device -> ``cuda.py``; a mix is an error naming the arrays);
 4. ask the launcher for the target (``"host"``, or the device's arch) and look
    the variant up in ``kernel.cache`` -- keyed by every argument's type,
-   attributes and constexpr value, the options and the target -- compiling on
-   a miss;
+   attributes and constexpr value, the options and the target -- then, on a
+   miss, in the disk cache (``cache.py``: keyed by the same and the sources),
+   compiling (and storing) on a miss there too;
 5. normalize the grid (a callable gets every bound argument by name) and launch;
 6. when the launcher offers one (``fast_launch``), remember the launch under
    the arguments' dispatch keys and the options.
@@ -33,9 +34,11 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
 
+from . import cache as disk_cache
 from . import cuda, host
 from ..errors import TilecError
 from .args import KernelArg, NotFast, classify_arg
@@ -111,20 +114,31 @@ class JITFunction:
         """Launch through every step (see the module doc); remember the launch
         for the fast path under ``keys``, the dispatch keys the specializer gave
         (None: it gave none, and would give none next time either)."""
+        plan = self.plan(args, kwargs, num_warps, num_stages)
+        compiled = self.variant(plan)
+        grid = normalize_grid(grid, plan.bound, self.__name__)
+        plan.launcher.launch(compiled, grid, plan.args, plan.device, stream)
+        # Only under keys the classification agrees with: a spec that disagreed would cost speed, not a wrong
+        # variant.  The keys say the device (so it must be known), and an empty grid loaded nothing.
+        if keys is not None and plan.device is not None and 0 not in grid and keys == self._dispatch_keys(plan.args):
+            launch = plan.launcher.fast_launch(compiled, plan.args, plan.device)
+            if launch is not None:
+                self._launches[(keys, num_warps, num_stages)] = launch
+
+    def plan(self, args: Sequence, kwargs: dict, num_warps: Any = 4, num_stages: Any = 3) -> "LaunchPlan":
+        """Steps 1-4 of a launch short of compiling: the bound and classified
+        arguments, where they live, the launcher and the variant's target
+        (the autotuner plans every config, then compiles them in parallel)."""
         bound = self._bind(args, kwargs)
         classified = self._classify(bound)
         place, device = common_place(classified, self.__name__)
         launcher = self._launcher(place)
         options = Options(num_warps, num_stages)
-        compiled = self._variant(classified, options, launcher.target(classified, device))
-        grid = normalize_grid(grid, bound, self.__name__)
-        launcher.launch(compiled, grid, classified, device, stream)
-        # Only under keys the classification agrees with: a spec that disagreed would cost speed, not a wrong
-        # variant.  The keys say the device (so it must be known), and an empty grid loaded nothing.
-        if keys is not None and device is not None and 0 not in grid and keys == self._dispatch_keys(classified):
-            launch = launcher.fast_launch(compiled, classified, device)
-            if launch is not None:
-                self._launches[(keys, options.num_warps, options.num_stages)] = launch
+        return LaunchPlan(bound, classified, place, device, launcher, options, launcher.target(classified, device))
+
+    def variant(self, plan: "LaunchPlan") -> CompiledKernel:
+        """The compiled variant ``plan`` runs (from the caches when it is there)."""
+        return self._variant(plan.args, plan.options, plan.target)
 
     @staticmethod
     def _dispatch_keys(args: Sequence[KernelArg]) -> tuple:
@@ -156,8 +170,25 @@ class JITFunction:
         key = (tuple(a.key for a in args), options, target)
         compiled = self.cache.get(key)
         if compiled is None:
-            compiled = self.cache[key] = compile_variant(self.fn, args, options, target)
+            # ``compile_variant`` is looked up when called: the test suite wraps it (gpu_compile_check.py)
+            compiled = self.cache[key] = disk_cache.load_or_compile(
+                self.fn, args, options, target, lambda: compile_variant(self.fn, args, options, target))
         return compiled
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """One launch, planned: ``bound`` arguments by name, their classification
+    (``args``), where they live (``place``, ``device``), the ``launcher`` of
+    that place, the ``options`` and the ``target`` the variant is compiled for."""
+
+    bound: dict[str, Any]
+    args: list[KernelArg]
+    place: str
+    device: Optional[int]
+    launcher: ModuleType
+    options: Options
+    target: str
 
 
 class VariantCache(MutableMapping):
