@@ -120,10 +120,3 @@ def test_registers_are_bounded(monkeypatch):
             "kernel `add_kernel` needs 255 registers per thread x 512 threads = 130560 registers per block, "
             "over the limit of 65536; use fewer num_warps or smaller blocks")):
         fresh(add_kernel).compile(*vectors(), target="sm_90", num_warps=16)
-
-
-def test_dump_prints_the_requested_stages(monkeypatch, capsys):
-    monkeypatch.setenv("TILEC_DUMP", "ptx")
-    fresh(add_kernel).compile(*vectors(), target="sm_90")
-    err = capsys.readouterr().err
-    assert "// -----// ptx //----- //" in err and ".visible .entry add_kernel(" in err and "// -----// llir" not in err

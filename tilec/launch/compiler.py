@@ -1,6 +1,8 @@
 """One specialized variant of a kernel: Python function + argument specs ->
 tile IR (built, checked, optimized) and, for a GPU target, the stages of
-``nvidia.py`` (layouts, LLVM IR, PTX, cubin), held by a ``CompiledKernel``.
+``nvidia.py`` (layouts, LLVM IR, PTX, cubin), held by a ``CompiledKernel``
+with its ``KernelMetadata`` (resources and a cost estimate).  ``TILEC_DUMP``
+writes each stage to a file as it is made (``dump.py``).
 
 Targets are ``"host"`` (the interpreter runs ``fn``) and the NVIDIA archs
 ``sm_80 sm_86 sm_89 sm_90 sm_90a``; compiling for one needs no GPU.
@@ -20,6 +22,7 @@ from ..ir.core import Function
 from ..ir.printer import print_function
 from ..targets.nvptx import ARCHS
 from .args import KernelArg
+from .dump import dump_stage
 
 HOST = "host"
 TARGETS = (HOST,) + ARCHS
@@ -52,7 +55,16 @@ class KernelMetadata:
     """What a variant needs and uses.  ``shared`` is the dynamic shared memory
     per block in bytes (requested at launch); ``registers`` (per thread) and the
     spill byte counts come from ``ptxas -v`` and are None without ptxas (or on
-    the host)."""
+    the host).
+
+    The cost estimate (``opt/cost.py``) is per program of the grid, from the
+    optimized tile IR: ``bytes_moved`` (loads, stores, atomics; masked-off
+    elements counted as accessed) and ``flops``, None when a loop's trip count
+    depends on the arguments; ``bytes_formula`` and ``flops_formula`` always
+    (``"1024 + 2048*cdiv(K, 16)"``); ``arithmetic_intensity`` is flops per
+    byte (as those trip counts grow), None when nothing is moved.  Every field
+    is a plain JSON value.
+    """
 
     name: str
     target: str
@@ -62,6 +74,11 @@ class KernelMetadata:
     registers: Optional[int] = None
     spill_stores: Optional[int] = None
     spill_loads: Optional[int] = None
+    bytes_moved: Optional[int] = None
+    flops: Optional[int] = None
+    bytes_formula: str = "0"
+    flops_formula: str = "0"
+    arithmetic_intensity: Optional[float] = None
 
 
 @dataclass(eq=False)
@@ -102,16 +119,29 @@ def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options,
     specs = tuple(_arg_spec(a) for a in args)
     built = build_ir(pyfn, list(specs))
     check_ir(built)
-    tir = print_function(built)
-    fn = optimize(built)
-    metadata = KernelMetadata(built.name, target, options.num_warps, options.num_stages)
-    compiled = CompiledKernel(built.name, fn, specs, options, target,
-                              {"tir": tir, "tir-opt": print_function(fn)}, metadata)
+    compiled = CompiledKernel(built.name, built, specs, options, target, {"tir": print_function(built)})
+    dump_stage(compiled, "tir")
+    compiled.fn = optimize(built)
+    compiled.asm["tir-opt"] = print_function(compiled.fn)
+    dump_stage(compiled, "tir-opt")
+    compiled.metadata = _metadata(compiled)
     if target != HOST:
         from .nvidia import compile_for_gpu  # loads LLVM: only GPU targets need it
 
         compile_for_gpu(compiled)
+    dump_stage(compiled, "metadata")
     return compiled
+
+
+def _metadata(compiled: CompiledKernel) -> KernelMetadata:
+    """The metadata every target has: name, target, options and the cost estimate of the optimized IR."""
+    from ..opt.cost import estimate_cost  # tilec.opt is loaded by the first compile
+
+    cost = estimate_cost(compiled.fn)
+    return KernelMetadata(compiled.name, compiled.target, compiled.options.num_warps,
+                          compiled.options.num_stages, bytes_moved=cost.bytes, flops=cost.flops,
+                          bytes_formula=cost.bytes_formula, flops_formula=cost.flops_formula,
+                          arithmetic_intensity=cost.intensity)
 
 
 def _arg_spec(a: KernelArg):

@@ -11,12 +11,11 @@ runs everywhere.  The cubin stage needs ``ptxas`` (the ``nvidia-cuda-nvcc``
 wheel); without it the pipeline stops at PTX, which the driver compiles at
 load time, and the register check waits for the load (``cuda.py``).
 
-``TILEC_DUMP`` naming a stage (``TILEC_DUMP=tir-gpu,llir,ptx``) prints that
-stage's output to stderr as it is made.
+``TILEC_DUMP`` naming a stage (``TILEC_DUMP=tir-gpu,llir,ptx``) writes that
+stage's output to a file as it is made (``dump.py``).
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -25,6 +24,7 @@ from ..ir.core import Function
 from ..ir.printer import print_function
 from ..targets.base import Target
 from .compiler import CompiledKernel, KernelMetadata, Options, check_ir
+from .dump import dump_stage
 
 # 64 K 32-bit registers per block on every arch tilec targets (sm_80 ... sm_90a).
 REGISTERS_PER_BLOCK = 64 * 1024
@@ -107,15 +107,8 @@ def compile_for_gpu(compiled: CompiledKernel) -> None:
         if value is None:
             break
         compiled.asm[name] = print_function(value) if isinstance(value, Function) else value
-        _dump(name, compiled.asm[name])
+        dump_stage(compiled, name)
     check_resources(build)
-
-
-def _dump(name: str, text: Any) -> None:
-    from ..opt.pass_manager import dump_requested  # tilec.opt is loaded by the first compile anyway
-
-    if isinstance(text, str) and dump_requested(name):
-        print(f"// -----// {name} //----- //\n{text}", file=sys.stderr)
 
 
 # --- resource checks (registers: at load time in cuda.py when ptxas was missing) ---
