@@ -255,7 +255,7 @@ def _dependency_token(value: Any, tokens: list, seen: set) -> Any:
         if target.__module__ and target.__module__.split(".")[0] == "tilec":
             return ("tilec", target.__qualname__)
         _collect_function(target, tokens, seen)
-        return ("function", target.__module__, target.__qualname__)
+        return ("function", target.__qualname__)
     if isinstance(value, types.ModuleType):
         return ("module", value.__name__)
     try:
