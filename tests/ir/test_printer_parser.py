@@ -193,8 +193,22 @@ func @mma_layouts(%a: tile<64x32xf16, dot_op<0, 2, mma<[2, 2]>>>, %b: tile<32x64
 }
 """
 
+GPU_OPS = """\
+func @gpu_ops(%x: ptr<f16>, %slot: i32) {
+  %buf = local_alloc {shape = (2, 16, 32), elem = f16, layout = shared<8, 2, 4, [2, 1, 0]>} : tile<2x16x32xf16, shared<8, 2, 4, [2, 1, 0]>>
+  %p = splat %x {shape = (16, 32)} : tile<16x32xptr<f16>>
+  %m = constant {value = true, type = tile<16x32xi1>} : tile<16x32xi1>
+  %o = constant {value = 0.0, type = tile<16x32xf16>} : tile<16x32xf16>
+  async_copy %buf, %slot, %p, %m, %o
+  async_copy %buf, %slot, %p, _, _
+  async_commit
+  async_wait {pending = 1}
+  %t = local_load %buf, %slot : tile<16x32xf16, dot_op<0, 2, mma<[1, 1]>>>
+}
+"""
+
 GOLDEN = {"memory": MEMORY, "math": MATH, "shapes": SHAPES, "control": CONTROL, "located": LOCATED,
-          "layouts": LAYOUTS, "mma_layouts": MMA_LAYOUTS}
+          "layouts": LAYOUTS, "mma_layouts": MMA_LAYOUTS, "gpu_ops": GPU_OPS}
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))

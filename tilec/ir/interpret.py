@@ -66,6 +66,7 @@ class Launch:
         self.fn, self.grid = fn, grid
         self.arg_values = [_arg_value(fn, i, a) for i, a in enumerate(_check_arity(fn, args))]
         self.memory = Memory(fn, args, self.raise_at)
+        self.shared: dict[Value, np.ndarray] = {}  # local_alloc result -> its buffers (interp_gpu)
         ops = list(walk(fn.body))
         self.operands = {op: op.operands for op in ops}  # op.operands inspects fields: once per launch
         self.used = {v for operands in self.operands.values() for v in operands}
@@ -360,13 +361,19 @@ def _scatter_lanes(shape: tuple, acc: Access, flat: np.ndarray, fill) -> np.ndar
     return out
 
 
-@runs(ir.Load)
-def _load(op, frame):
+def masked_load(op, frame, what: str = "load") -> np.ndarray:
+    """What ``op`` (any op with ``ptr``, ``mask``, ``other`` fields, as ``load``)
+    reads: ``*ptr`` where ``mask``, ``other`` (default 0) elsewhere."""
     mask = None if op.mask is None else frame[op.mask]
     fill = 0 if op.other is None else frame[op.other]
     # a uniform access whose `other` differs per program gives a per-program result
-    acc, shape, _ = _access(op, frame, "load", mask, [], every_program=np.ndim(fill) > 0 and len(fill) > 1)
-    frame.bind(op.results, [_scatter_lanes(shape, acc, frame.launch.memory.load(op, acc), fill)])
+    acc, shape, _ = _access(op, frame, what, mask, [], every_program=np.ndim(fill) > 0 and len(fill) > 1)
+    return _scatter_lanes(shape, acc, frame.launch.memory.load(op, acc), fill)
+
+
+@runs(ir.Load)
+def _load(op, frame):
+    frame.bind(op.results, [masked_load(op, frame)])
 
 
 @runs(ir.Store)
@@ -460,6 +467,8 @@ def _assume(op, frame):
 def _barrier(op, frame):
     """Programs run their ops in lockstep already: nothing to wait for."""
 
+
+from . import interp_gpu  # noqa: E402,F401  (registers the GPU-level ops; needs the helpers above)
 
 for _cls in PURE:
     RUN.setdefault(_cls, _run_pure)

@@ -1,0 +1,61 @@
+"""The GPU-level ops (``gpu_ops``) in the interpreter.
+
+A ``local_alloc`` makes one buffer per program of its frame, an array
+``(programs, *shape)`` kept in ``Launch.shared`` under the alloc's result;
+the result's value is each program's row in that array.  Sub-frames (a
+divergent ``if`` or ``for``) take their programs' rows as with any value,
+so a copy made on a subset of programs lands in those programs' buffers.
+A buffer starts as poison (NaN, or all bits set for ints), so a read of a
+slot no copy filled shows in the results.
+
+``async_copy`` copies at once (``masked_load``, the same reading as
+``load``); ``async_commit`` and ``async_wait`` have nothing left to do.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import gpu_ops as gpu
+from .interp_dtypes import compute_dtype
+from .interpret import masked_load, runs
+
+
+def _poison(dtype: np.dtype):
+    if dtype.kind == "f":
+        return np.nan
+    return True if dtype.kind == "b" else np.invert(np.zeros((), dtype))
+
+
+@runs(gpu.LocalAlloc)
+def _local_alloc(op, frame):
+    dtype = compute_dtype(op.elem)
+    frame.launch.shared[op.result] = np.full((frame.size,) + tuple(op.shape), _poison(dtype), dtype)
+    frame.bind(op.results, [np.arange(frame.size)])
+
+
+def _slot_index(op, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The buffers' array, and each program's (row, slot) in it; a slot out
+    of range is an error naming the op."""
+    buffers, rows, slots = frame.launch.shared[op.buf], frame[op.buf], frame[op.slot]
+    bad = np.flatnonzero((slots < 0) | (slots >= buffers.shape[1]))
+    if bad.size:
+        frame.launch.raise_at(op, f"`{op.NAME}` of slot {int(slots[bad[0]])} of a buffer of "
+                                  f"{buffers.shape[1]} slots")
+    return buffers, rows, slots
+
+
+@runs(gpu.AsyncCopy)
+def _async_copy(op, frame):
+    buffers, rows, slots = _slot_index(op, frame)
+    buffers[rows, slots] = masked_load(op, frame, "async_copy")
+
+
+@runs(gpu.LocalLoad)
+def _local_load(op, frame):
+    buffers, rows, slots = _slot_index(op, frame)
+    frame.bind(op.results, [buffers[rows, slots]])
+
+
+@runs(gpu.AsyncCommit, gpu.AsyncWait)
+def _copies_already_done(op, frame):
+    """``async_copy`` copied at once: there is never a copy in flight."""
