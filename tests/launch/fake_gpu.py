@@ -3,12 +3,13 @@ run everywhere (``test_cuda_launcher.py``, ``test_fast_path.py``): the real
 compile pipeline runs, the driver calls are recorded."""
 from __future__ import annotations
 
+import ctypes
 import sys
 import types
 
 import pytest
 
-from tilec.launch import cuda, cuda_driver as cd
+from tilec.launch import cuda, cuda_driver as cd, libcuda
 
 
 class FakeCudaArray:
@@ -20,16 +21,40 @@ class FakeCudaArray:
             self.__dlpack_device__ = lambda: (2, device)
 
 
+# Result names the fake driver gives the codes its tests return.
+RESULT_NAMES = {1: ("CUDA_ERROR_INVALID_VALUE", "invalid argument"),
+                700: ("CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered")}
+
+
+# Kernels and launch frames of every fake GPU, by function address: a kernel
+# loaded under one test's fake (module-level kernels stay loaded) launches
+# under the next one's, whose calls reach it through ``ACTIVE``.
+KERNELS: dict = {}
+FRAMES: dict = {}
+ACTIVE: list = [None]
+FAKE_LIBCUDA = libcuda.Driver(lambda *args: ACTIVE[0].launch_kernel_ex(*args),
+                              lambda address: ACTIVE[0].ctx_get_current(address))
+
+
 class FakeGPU:
-    """Records what the launcher asks of the driver layer; one ``sm_90`` device per index."""
+    """Records what the launcher asks of the driver: the ``cuda_driver`` calls
+    and libcuda's two launch functions, as ctypes would call them (plain
+    addresses).  A launch is recorded as the driver would read it, by
+    following the config and ``void**`` addresses into memory.  Contexts are a
+    stack, as the driver's are; one ``sm_90`` device per index."""
 
     def __init__(self, monkeypatch, arch="sm_90"):
         self.arch, self.launches, self.loads, self.syncs, self.shared_opt_ins = arch, [], [], [], []
         self.registers, self.rejected, self.pointer_devices = 32, set(), {}
+        self.contexts, self.launch_result = [], 0
+        ACTIVE[0] = self
         for name in ("compute_capability", "device_name", "device_count", "retain_primary_context", "enter_context",
                      "leave_context", "load_image", "load_ptx", "get_function", "function_attribute",
-                     "set_max_dynamic_shared", "launch", "synchronize", "pointer_device"):
+                     "set_max_dynamic_shared", "synchronize", "pointer_device", "describe_code"):
             monkeypatch.setattr(cd, name, getattr(self, name))
+        monkeypatch.setattr(libcuda, "functions", lambda: FAKE_LIBCUDA)
+        real_load = cuda.load
+        monkeypatch.setattr(cuda, "load", lambda *args: self.loaded(real_load(*args)))
 
     def compute_capability(self, device=0):
         return self.arch
@@ -43,11 +68,22 @@ class FakeGPU:
     def retain_primary_context(self, device=0):
         return 1000 + device
 
+    @property
+    def current_context(self):
+        return self.contexts[-1] if self.contexts else 0
+
     def enter_context(self, ctx, handle):
-        return False
+        if self.current_context == handle:
+            return False
+        if not self.contexts:
+            self.contexts.append(handle)
+            return False
+        self.contexts.append(handle)
+        return True
 
     def leave_context(self):
-        raise AssertionError("never pushed")
+        assert len(self.contexts) > 1, "popped a context nobody pushed"
+        self.contexts.pop()
 
     def load_image(self, image, device=0, kind="cubin"):
         if kind in self.rejected:
@@ -60,7 +96,9 @@ class FakeGPU:
         return self.load_image(ptx.encode(), device, "PTX")
 
     def get_function(self, module, name):
-        return cd.Kernel(handle=("function", name), name=name, device=module.device)
+        kernel = cd.Kernel(handle=0xF000 + len(KERNELS), name=name, device=module.device)
+        KERNELS[kernel.address] = kernel
+        return kernel
 
     def function_attribute(self, kernel, name):
         assert name == "NUM_REGS"
@@ -69,16 +107,33 @@ class FakeGPU:
     def set_max_dynamic_shared(self, kernel, nbytes):
         self.shared_opt_ins.append(nbytes)
 
-    def launch(self, kernel, grid, block, shared, stream, packer, values):
-        packer.pack(values)
-        self.launches.append(dict(name=kernel.name, device=kernel.device, grid=grid, block=block, shared=shared,
-                                  stream=stream, values=list(packer.unpack()), packer=packer))
+    def loaded(self, loaded):
+        FRAMES[loaded.kernel.address] = loaded.frame
+        return loaded
+
+    def ctx_get_current(self, address):
+        ctypes.c_void_p.from_address(address).value = self.current_context or None
+        return 0
+
+    def launch_kernel_ex(self, config, function, params, extra):
+        if self.launch_result:
+            return self.launch_result
+        kernel, frame = KERNELS[function], FRAMES[function]
+        assert (config, params, extra) == (frame.config_address, frame.params_address, None)
+        launch = libcuda.read_launch(config, params, frame.kinds)
+        assert launch.pop("attributes") == (0, 0)
+        self.launches.append(dict(name=kernel.name, device=kernel.device, context=self.current_context,
+                                  frame=frame, **launch))
+        return 0
 
     def synchronize(self, stream, what):
         self.syncs.append((stream, what))
 
     def pointer_device(self, address):
         return self.pointer_devices.get(address, 0)
+
+    def describe_code(self, code):
+        return RESULT_NAMES.get(code, (f"CUresult {code}", ""))
 
 
 @pytest.fixture

@@ -1,8 +1,7 @@
-"""The CUDA driver layer: the no-CUDA path, argument packing and error text run
-everywhere; the `gpu` tests load hand-written PTX and launch it."""
+"""The CUDA driver layer: the no-CUDA path and error text run everywhere; the
+`gpu` tests load hand-written PTX and launch it through ``libcuda``."""
 from __future__ import annotations
 
-import ctypes
 import enum
 import statistics
 import sys
@@ -12,7 +11,7 @@ import types
 import pytest
 
 from tilec.errors import TilecError
-from tilec.launch import cuda_driver as cd
+from tilec.launch import cuda_driver as cd, libcuda
 
 
 @pytest.fixture
@@ -87,67 +86,6 @@ def test_check_formats_errors_without_a_driver(fresh_driver):
         cd.check((FakeResult.CUDA_ERROR_NOT_FOUND,), "loading")
     with pytest.raises(cd.CudaError, match=r"^loading: CUresult 999$"):
         cd.check((999,), "loading")
-
-
-# --- ArgPacker --------------------------------------------------------------
-def read_slots(packer: cd.ArgPacker, address: int) -> list:
-    """Follow the void** the way the driver does and read each value back."""
-    ctypes_of = {"ptr": ctypes.c_uint64, "i1": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
-                 "i32": ctypes.c_int32, "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16,
-                 "u32": ctypes.c_uint32, "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double}
-    params = ctypes.cast(address, ctypes.POINTER(ctypes.c_void_p))
-    return [ctypes.cast(params[i], ctypes.POINTER(ctypes_of[k]))[0] for i, k in enumerate(packer.kinds)]
-
-
-class FakeTensor:
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-    def data_ptr(self):
-        return self.ptr
-
-
-class FakeCudaArray:
-    __cuda_array_interface__ = {"data": (0x7F00_0000_1000, False)}
-
-
-def test_packer_packs_every_kind():
-    kinds = ["ptr", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"]
-    values = [0x7F12_3456_7800, True, -5, -300, -(2**31), 2**62, 255, 65535, 2**32 - 1, 2**64 - 1, 1.5, -2.25]
-    packer = cd.ArgPacker(kinds)
-    address = packer.pack(values)
-    assert address == ctypes.addressof(packer.params)
-    assert read_slots(packer, address) == values
-    assert list(packer.unpack()) == values
-
-
-def test_packer_reuses_its_buffers():
-    packer = cd.ArgPacker(["ptr", "ptr", "i32", "f32"])
-    first = packer.pack([FakeTensor(0x1000), FakeCudaArray(), 10, 0.5])
-    assert read_slots(packer, first) == [0x1000, 0x7F00_0000_1000, 10, 0.5]
-    second = packer.pack([0x2000, 0x3000, -1, 3.0])
-    assert second == first
-    assert read_slots(packer, second) == [0x2000, 0x3000, -1, 3.0]
-
-
-def test_packer_f16_and_empty_signature():
-    packer = cd.ArgPacker(["f16"])
-    packer.pack([0.5])
-    assert packer.unpack() == (0.5,)
-    empty = cd.ArgPacker([])
-    assert empty.pack([]) == 0
-
-
-def test_packer_errors_name_the_argument():
-    packer = cd.ArgPacker(["ptr", "i32"])
-    with pytest.raises(TilecError, match=r"argument 1 \(i32\): cannot pass 4294967296"):
-        packer.pack([0x1000, 2**32])
-    with pytest.raises(TilecError, match="takes 2 arguments"):
-        packer.pack([0x1000])
-    with pytest.raises(TilecError, match="expected a device pointer"):
-        packer.pack(["nope", 1])
-    with pytest.raises(TilecError, match="kind 'q7'"):
-        cd.ArgPacker(["ptr", "q7"])
 
 
 # --- on a GPU ---------------------------------------------------------------
@@ -226,14 +164,15 @@ def test_modules_are_cached(gpu_module):
 def test_vector_add_matches_torch(gpu_module):
     torch, module, _ = gpu_module
     add = cd.get_function(module, "add")
-    packer = cd.ArgPacker(["ptr", "ptr", "ptr", "i32"])
+    frame = libcuda.LaunchFrame(["ptr", "ptr", "ptr", "i32"])
     stream = torch.cuda.current_stream().cuda_stream
     for n in (1, 1000, 4096, 100_003):
         a = torch.randn(n, device="cuda")
         b = torch.randn(n, device="cuda")
         out = torch.full((n + 1,), -7.0, device="cuda")  # one spare element the guard must not touch
         block = 128
-        cd.launch(add, ((n + block - 1) // block, 1, 1), (block, 1, 1), 0, stream, packer, [a, b, out, n])
+        frame.pack(((n + block - 1) // block, 1, 1), (block, 1, 1), 0, stream, [a, b, out, n])
+        libcuda.launch(add, frame)
         torch.cuda.synchronize()
         assert torch.equal(out[:n], a + b)
         assert out[n].item() == -7.0
@@ -245,13 +184,14 @@ def test_large_dynamic_shared_memory(gpu_module):
     add = cd.get_function(module, "add")
     a = torch.ones(256, device="cuda")
     out = torch.empty(256, device="cuda")
-    packer = cd.ArgPacker(["ptr", "ptr", "ptr", "i32"])
+    frame = libcuda.LaunchFrame(["ptr", "ptr", "ptr", "i32"])
     stream = torch.cuda.current_stream().cuda_stream
     nbytes = 96 * 1024
-    with pytest.raises(cd.CudaError, match="kernel `add`: launching .* 98304 bytes"):
-        cd.launch(add, (2, 1, 1), (128, 1, 1), nbytes, stream, packer, [a, a, out, 256])
+    frame.pack((2, 1, 1), (128, 1, 1), nbytes, stream, [a, a, out, 256])
+    with pytest.raises(cd.CudaError, match=r"kernel `add`: launching grid \(2, 1, 1\) .* 98304 bytes"):
+        libcuda.launch(add, frame)
     cd.set_max_dynamic_shared(add, nbytes)
-    cd.launch(add, (2, 1, 1), (128, 1, 1), nbytes, stream, packer, [a, a, out, 256])
+    libcuda.launch(add, frame)
     torch.cuda.synchronize()
     assert torch.equal(out, a + a)
 
@@ -271,31 +211,34 @@ def test_bad_ptx_is_a_cuda_error(gpu_module):
 
 @pytest.mark.gpu
 def test_launch_cost_of_an_empty_kernel(gpu_module):
+    """The driver's own cost: a bare ``cuLaunchKernelEx`` of a packed frame through
+    ctypes, and through cuda-python's ``cuLaunchKernel`` for comparison."""
     torch, module, _ = gpu_module
     empty = cd.get_function(module, "empty")
     x = torch.empty(16, device="cuda")
-    packer = cd.ArgPacker(["ptr", "ptr", "ptr", "i32"])
+    frame = libcuda.LaunchFrame(["ptr", "ptr", "ptr", "i32"])
     stream = torch.cuda.current_stream().cuda_stream
-    grid, block, values = (1, 1, 1), (128, 1, 1), [x, x, x, 16]
-    ptrs = [x.data_ptr()] * 3 + [16]
-    for _ in range(200):
-        cd.launch(empty, grid, block, 0, stream, packer, values)
-    torch.cuda.synchronize()
-    timings = {}
-    drv, handle, cu_stream, address = cd.driver(), empty.handle, cd._stream(stream), packer.pack(ptrs)
+    frame.pack((1, 1, 1), (128, 1, 1), 0, stream, [x.data_ptr()] * 3 + [16])
+    drv, lib = cd.driver(), libcuda.functions()
+    cu_stream, handle, address = drv.CUstream(stream), empty.handle, empty.address
     ways = {
-        "torch tensors": lambda: cd.launch(empty, grid, block, 0, stream, packer, values),
-        "int pointers": lambda: cd.launch(empty, grid, block, 0, stream, packer, ptrs),
-        "bare cuLaunchKernel": lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 128, 1, 1, 0, cu_stream, address, 0),
+        "ctypes cuLaunchKernelEx": lambda: lib.launch_kernel_ex(frame.config_address, address, frame.params_address,
+                                                                None),
+        "cuda-python cuLaunchKernel": lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 128, 1, 1, 0, cu_stream,
+                                                                 frame.params_address, 0),
     }
+    timings = {}
     for label, way in ways.items():
+        for _ in range(200):
+            way()
+        torch.cuda.synchronize()
         samples = []
-        for _ in range(1000):
+        for _ in range(2000):
             t0 = time.perf_counter_ns()
             way()
             samples.append(time.perf_counter_ns() - t0)
         torch.cuda.synchronize()
         timings[label] = statistics.median(samples) / 1000
-    print("\n[cuda_driver] empty 4-arg kernel, median host wall clock over 1000 launches: "
+    print("\n[cuda_driver] empty 4-arg kernel, median host wall clock over 2000 launches: "
           + ", ".join(f"{label} {us:.2f} us" for label, us in timings.items()))
-    assert timings["torch tensors"] < 100  # a sanity bound, not a benchmark gate
+    assert timings["ctypes cuLaunchKernelEx"] < 100  # a sanity bound, not a benchmark gate

@@ -17,7 +17,7 @@ import pytest
 import tilec
 import tilec.language as tl
 from launch.kernels import add_kernel, empty_kernel, fresh, scalars_kernel, transpose_kernel
-from tilec.launch import cuda_driver as cd
+from tilec.launch import libcuda
 
 pytestmark = pytest.mark.gpu
 
@@ -97,22 +97,32 @@ def test_scalars(torch):
     assert torch.equal(got, 0.25 * x)
 
 
-def test_stream_argument_and_torch_current_stream(torch, monkeypatch):
-    seen = []
-    real = cd.launch
-    monkeypatch.setattr(cd, "launch", lambda *a: seen.append(a[4]) or real(*a))
+def last_stream(kernel) -> int:
+    """The stream of ``kernel``'s last launch, as its launch frame holds it."""
+    (compiled,) = [c for c in kernel.cache.values() if c.runtime]
+    frame = compiled.runtime[0].frame
+    return libcuda.read_launch(frame.config_address, frame.params_address, ())["stream"]
+
+
+def test_stream_argument_and_torch_current_stream(torch):
+    kernel = fresh(add_kernel)
     n = 1 << 20
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         x, y, out = torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
-        launch_add(x, y, out, n)  # torch's current stream: s
+        for _ in range(2):  # the general path, then the fast one
+            out.zero_()
+            kernel[(n // 1024,)](x, y, out, n)  # torch's current stream: s
+            assert last_stream(kernel) == s.cuda_stream
     s.synchronize()
     assert torch.equal(out, x + y)
     out2 = torch.empty(n, device="cuda")
-    launch_add(x, y, out2, n, stream=s)
+    kernel[(n // 1024,)](x, y, out2, n, stream=s)
+    assert last_stream(kernel) == s.cuda_stream
     s.synchronize()
     assert torch.equal(out2, x + y)
-    assert seen == [s.cuda_stream, s.cuda_stream]
+    kernel[(n // 1024,)](x, y, out2, n)
+    assert last_stream(kernel) == torch.cuda.current_stream().cuda_stream != s.cuda_stream
 
 
 def test_grid_lambda_and_num_warps(torch):

@@ -34,13 +34,13 @@ def test_launch_packs_parameters_in_order(gpu):
     assert compiled.target == "sm_90" and set(compiled.runtime) == {0}
 
 
-def test_second_launch_reuses_the_loaded_kernel_and_packer(gpu):
+def test_second_launch_reuses_the_loaded_kernel_and_frame(gpu):
     k = fresh(add_kernel)
     x, y, out = arrays()
     k[(1,)](x, y, out, 100)
     k[(2,)](x, y, out, 200, num_warps=4)
     first, second = gpu.launches
-    assert len(gpu.loads) == 1 and first["packer"] is second["packer"] and second["values"][3] == 200
+    assert len(gpu.loads) == 1 and first["frame"] is second["frame"] and second["values"][3] == 200
 
 
 def test_num_warps_sets_the_block_and_a_variant(gpu):
@@ -60,7 +60,7 @@ def test_scalar_kinds(gpu):
     k = fresh(scalars_kernel)
     k[(1,)](FakeCudaArray(typestr="<i8"), 7, 2**40, 0.5, True)
     assert gpu.launches[0]["values"] == [0x7F00_0000_0000, 7, 2**40, 0.5, True]
-    assert gpu.launches[0]["packer"].kinds == ("ptr", "i32", "i64", "f32", "i1")
+    assert gpu.launches[0]["frame"].kinds == ("ptr", "i32", "i64", "f32", "i1")
 
 
 @pytest.mark.parametrize("form", ["tuple", "lambda"])
@@ -80,6 +80,23 @@ def test_arrays_on_device_one_run_there(gpu):
     k = fresh(add_kernel)
     k[(1,)](*arrays(device=1), 100)
     assert gpu.launches[0]["device"] == 1 and gpu.loads == [("cubin", 1)]
+
+
+def test_another_devices_context_is_pushed_for_the_launch_and_popped(gpu):
+    k = fresh(add_kernel)
+    for device in (0, 1, 0, 1):  # the first load leaves device 0's context current, as torch would
+        k[(1,)](*arrays(device=device), 100)
+        assert (gpu.launches[-1]["device"], gpu.launches[-1]["context"]) == (device, 1000 + device)
+        assert gpu.contexts == [1000]  # the caller's current context is what it was
+    assert len(gpu.launches) == 4
+
+
+def test_with_no_context_current_the_kernels_becomes_current(gpu):
+    k = fresh(add_kernel)
+    k[(1,)](*arrays(), 100)
+    gpu.contexts.clear()  # as in a new thread
+    k[(1,)](*arrays(), 100)
+    assert gpu.launches[-1]["context"] == 1000 and gpu.contexts == [1000]
 
 
 def test_arrays_on_two_devices_are_an_error_naming_them(gpu):
@@ -198,16 +215,21 @@ def test_without_sync_mode_nothing_waits(gpu):
     assert gpu.syncs == []
 
 
-def test_a_sticky_error_points_at_the_previous_kernel(gpu, monkeypatch):
+def test_a_sticky_error_points_at_the_previous_kernel(gpu):
     fresh(scalars_kernel)[(1,)](FakeCudaArray(typestr="<i8"), 7, 2**40, 0.5, True)
-
-    def sticky(kernel, *rest):
-        raise cd.CudaError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "", f"kernel `{kernel.name}`: launching")
-
-    monkeypatch.setattr(cd, "launch", sticky)
-    with pytest.raises(cd.CudaError, match=r"kernel `add_kernel`: launching \(a sticky error: .* such as "
+    gpu.launch_result = 700
+    with pytest.raises(cd.CudaError, match=r"^kernel `add_kernel`: launching grid \(3, 1, 1\) x block \(128, 1, 1\) "
+                                           r"with 0 bytes of shared memory \(a sticky error: .* such as "
                                            r"`scalars_kernel`, the last one tilec launched; rerun with TILEC_SYNC=1"):
-        fresh(add_kernel)[(1,)](*arrays(), 100)
+        fresh(add_kernel)[(3,)](*arrays(), 100)
+
+
+def test_a_failed_launch_names_the_kernel_and_the_launch(gpu):
+    gpu.launch_result = 1
+    with pytest.raises(cd.CudaError, match=r"^kernel `add_kernel`: launching grid \(70000, 1, 1\) x block "
+                                           r"\(256, 1, 1\) with 0 bytes of shared memory: CUDA_ERROR_INVALID_VALUE "
+                                           r"\(invalid argument\)$"):
+        fresh(add_kernel)[(70000,)](*arrays(), 100, num_warps=8)
 
 
 # --- no CUDA --------------------------------------------------------------------

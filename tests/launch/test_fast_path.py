@@ -18,11 +18,11 @@ import pytest
 import tilec.language as tl
 from launch.fake_gpu import FLOAT16, FLOAT32, INT64, FakeCudaArray, FakeTensor, fake_torch, gpu  # noqa: F401
 from launch.kernels import add_kernel, fresh, scalars_kernel
-from tilec.launch import cuda_driver as cd
 from tilec.launch.args import SPECS, NotFast, classify_arg
 from tilec.launch.binder import make_binder, make_specializer
 from tilec.launch.compiler import Options
 from tilec.launch.jit import JITFunction
+from tilec.launch.libcuda import LaunchFrame
 
 BASE = 0x7F00_0000_0000
 
@@ -69,9 +69,9 @@ def describe(value) -> str:
 def packed(kind_of, value) -> bytes:
     """The bytes a launch passes for ``value`` as the kernel parameter ``kind_of`` classifies."""
     kind = "ptr" if kind_of.place is not None else kind_of.type.name
-    packer = cd.ArgPacker([kind])
-    packer.pack([value])
-    return bytes(packer.buffer)
+    frame = LaunchFrame([kind])
+    frame.pack((1, 1, 1), (32, 1, 1), 0, 0, [value])
+    return bytes(frame.buffer)
 
 
 @pytest.mark.parametrize("value", SCALARS + TENSORS, ids=describe)
@@ -146,11 +146,11 @@ def general_launches(monkeypatch):
     return counted
 
 
-def expected_packer(kernel, args, device=0, **options):
-    """The packer of the variant the general path picks for ``args``, as loaded on ``device``."""
+def expected_frame(kernel, args, device=0, **options):
+    """The launch frame of the variant the general path picks for ``args``, as loaded on ``device``."""
     classified = kernel._classify(kernel._bind(args, {}))
     compiled = kernel.cache[(tuple(a.key for a in classified), Options(**options), "sm_90")]
-    return compiled.runtime[device].packer
+    return compiled.runtime[device].frame
 
 
 def test_a_changed_specialization_takes_its_variant(fake_torch, general_launches):
@@ -172,11 +172,11 @@ def test_a_changed_specialization_takes_its_variant(fake_torch, general_launches
             assert len(general_launches) == before + (attempt == "general"), (what, attempt)
             launch = fake_torch.launches[-1]
             assert launch["values"] == values, (what, attempt)
-            assert launch["packer"] is expected_packer(k, args), (what, attempt)
+            assert launch["frame"] is expected_frame(k, args), (what, attempt)
     assert len(k.cache) == len(cases)
     k[(2,)](x, y, out, 624)  # divisible again, another size: the second case's variant, without a look at it
-    assert len(general_launches) == len(cases) and fake_torch.launches[-1]["packer"] is \
-        expected_packer(k, (x, y, out, 608))
+    assert len(general_launches) == len(cases) and fake_torch.launches[-1]["frame"] is \
+        expected_frame(k, (x, y, out, 608))
 
 
 def test_taking_variants_out_of_the_cache_forgets_their_launches(fake_torch, general_launches):
@@ -266,10 +266,11 @@ def test_cupy_arrays_take_the_fast_path_and_others_still_launch(fake_torch, gene
 @pytest.mark.parametrize("path", ["fast", "general"])
 def test_host_side_cost_of_a_launch(fake_torch, monkeypatch, path):
     """Everything a launch does in Python, with the driver call itself a no-op:
-    torch tensors take the fast path (specialize, one lookup, grid, pack);
+    torch tensors take the fast path (specialize, one lookup, grid, stream,
+    pack, the context check);
     arrays known only by ``__cuda_array_interface__`` the general one (bind,
     classify, variant lookup, grid, pack)."""
-    monkeypatch.setattr(cd, "launch", lambda kernel, grid, block, shared, stream, packer, values: packer.pack(values))
+    monkeypatch.setattr(fake_torch, "launch_kernel_ex", lambda config, function, params, extra: 0)
     k = fresh(add_kernel)
     args = [(FakeTensor if path == "fast" else FakeCudaArray)(BASE + 0x10000 * i) for i in range(3)]
     k[(4,)](*args, 512)

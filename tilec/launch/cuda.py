@@ -1,4 +1,5 @@
-"""Launches compiled kernels on NVIDIA GPUs (the driver layer is ``cuda_driver.py``).
+"""Launches compiled kernels on NVIDIA GPUs (the driver layer is ``cuda_driver.py``,
+the launch call itself ``libcuda.py``).
 
 A launch on device arrays, after ``jit.py`` has classified the arguments:
 
@@ -7,12 +8,15 @@ A launch on device arrays, after ``jit.py`` has classified the arguments:
 2. ``target``: that device's arch, which picks the variant ``jit.py`` compiles;
 3. the first launch of a variant on a device ``load``s its cubin (its PTX when
    ptxas was missing at compile time), checks its registers, opts in to its
-   dynamic shared memory and builds its ``ArgPacker``, all kept in a ``Loaded``
-   in ``compiled.runtime[device]``;
-4. every launch: the parameter values in order, packed into the pre-built
-   buffer, ``cuLaunchKernel`` on the stream: ``stream=`` if given, else torch's
-   current stream on that device when torch has set up CUDA, else the legacy
-   default stream 0.
+   dynamic shared memory and generates its launch function (``make_launcher``)
+   over a ``libcuda.LaunchFrame``, all kept in a ``Loaded`` in
+   ``compiled.runtime[device]``;
+4. every launch: grid, stream and the kernel's parameters written into the
+   frame by one ``pack_into``, then ``cuLaunchKernelEx`` through ctypes
+   (``libcuda.py``).  The stream: ``stream=`` if given, else torch's current
+   stream on that device when torch has set up CUDA, else the legacy default
+   stream 0.  When another context than the kernel's is current (torch on
+   another device), the kernel's is pushed over it for the launch and popped.
 
 A launch is asynchronous: a fault inside the kernel (an illegal address...)
 surfaces at a later synchronization, without the kernel's name.  With
@@ -21,17 +25,17 @@ synchronizes its stream and such a fault raises ``CudaError`` naming the kernel.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
-import operator
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from ..errors import TilecError
 from ..ir.types import PointerType
 from ..targets.nvptx import ARCHS, WARP_SIZE
-from . import cuda_driver as cd
+from . import cuda_driver as cd, libcuda
 from .args import KernelArg
 from .compiler import CompiledKernel
 from .nvidia import check_registers
@@ -89,41 +93,31 @@ def _resolve_device(args: Sequence[KernelArg], device: Optional[int]) -> int:
 # --- loading --------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class Loaded:
-    """A variant ready to launch on one device: everything a launch needs, computed once."""
+    """A variant ready to launch on one device: everything a launch needs, computed once.
+
+    ``launch(grid, values, stream)`` runs it over ``grid`` (three ints) on
+    ``stream`` (None: torch's current one); ``values`` holds every bound
+    argument's launch value in signature order (addresses for arrays), of
+    which the kernel takes those at ``positions``.  It is generated for this
+    kernel (``make_launcher``): one ``pack_into`` writes grid, stream and
+    parameters into ``frame``, one ctypes call queues it."""
 
     kernel: cd.Kernel
     context: Any
     context_handle: int
-    packer: cd.ArgPacker
-    pick: Callable[[Sequence], Sequence]  # the kernel's parameters out of every bound argument's value
+    frame: libcuda.LaunchFrame
+    positions: tuple[int, ...]
     block: tuple[int, int, int]
     shared: int
     sync: bool
+    launch: Callable[[tuple[int, int, int], Sequence, Any], None] = field(init=False)
 
-    def launch(self, grid: tuple[int, int, int], values: Sequence, stream: Any) -> None:
-        """Run over ``grid`` on ``stream`` (None: torch's current one); ``values``
-        holds every bound argument's launch value in signature order (addresses
-        for arrays), of which the kernel takes those its IR kept."""
-        if 0 in grid:
-            return  # an empty grid launches nothing (the driver would reject it)
-        stream = current_stream(self.kernel.device) if stream is None else stream_handle(stream)
-        pushed = cd.enter_context(self.context, self.context_handle)
-        try:
-            try:
-                cd.launch(self.kernel, grid, self.block, self.shared, stream, self.packer, self.pick(values))
-            except cd.CudaError as e:
-                raise _blame_earlier(e) from None
-            _last_launched[0] = self.kernel.name
-            if self.sync:
-                cd.synchronize(stream, f"kernel `{self.kernel.name}`: running it (TILEC_SYNC=1 synchronizes "
-                                       "after every launch)")
-        finally:
-            if pushed:
-                cd.leave_context()
+    def __post_init__(self):
+        object.__setattr__(self, "launch", make_launcher(self))
 
 
 def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Loaded:
-    """Load ``compiled`` on ``device`` (its primary context), check it fits, build its packer."""
+    """Load ``compiled`` on ``device`` (its primary context), check it fits, build its launcher."""
     ctx = cd.retain_primary_context(device)
     pushed = cd.enter_context(ctx, int(ctx))
     try:
@@ -136,8 +130,7 @@ def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Lo
         if pushed:
             cd.leave_context()
     names = [a.name for a in args]
-    return Loaded(kernel, ctx, int(ctx), parameter_packer(compiled),
-                  picker(tuple(names.index(n) for n in compiled.fn.arg_names)),
+    return Loaded(kernel, ctx, int(ctx), parameter_frame(compiled), tuple(names.index(n) for n in compiled.fn.arg_names),
                   (threads, 1, 1), compiled.metadata.shared, sync_requested())
 
 
@@ -151,23 +144,83 @@ def _load_module(compiled: CompiledKernel, device: int) -> cd.Module:
     return cd.load_ptx(compiled.asm["ptx"], device)
 
 
-def parameter_packer(compiled: CompiledKernel) -> cd.ArgPacker:
-    """The packer for the kernel's parameters: ``fn.args`` in order, pointers as addresses."""
-    return cd.ArgPacker(["ptr" if isinstance(a.type, PointerType) else a.type.name for a in compiled.fn.args])
-
-
-def picker(positions: tuple[int, ...]) -> Callable[[Sequence], tuple]:
-    """A function taking the items at ``positions`` out of a sequence, as a
-    tuple: ``itemgetter`` (a C call; this runs every launch) for two or more,
-    a comprehension for one or none (where ``itemgetter`` returns a bare item)."""
-    if len(positions) >= 2:
-        return operator.itemgetter(*positions)
-    return lambda values: tuple(values[i] for i in positions)
+def parameter_frame(compiled: CompiledKernel) -> libcuda.LaunchFrame:
+    """The launch frame for the kernel's parameters: ``fn.args`` in order, pointers as addresses."""
+    return libcuda.LaunchFrame(["ptr" if isinstance(a.type, PointerType) else a.type.name for a in compiled.fn.args])
 
 
 def sync_requested() -> bool:
     """``TILEC_SYNC=1``: synchronize after every launch so faults name their kernel."""
     return os.environ.get("TILEC_SYNC", "") not in ("", "0")
+
+
+# --- the generated launcher -----------------------------------------------------
+# Every constant of a launch is a literal of the generated code, every lookup
+# done when the kernel is loaded; what is left per launch is the stream, one
+# ``pack_into`` of grid, stream and parameters, and two ctypes calls.
+_LAUNCHER = """
+def launch(grid, values, stream):
+    if 0 in grid:
+        return  # an empty grid launches nothing (the driver would reject it)
+    if stream is None:
+        stream = current_stream({device})
+    elif type(stream) is not int:
+        stream = stream_handle(stream)
+    gx, gy, gz = grid
+    try:
+        pack_into(buffer, 0, gx, gy, gz, {block}, {shared}, stream, {values})
+    except PACK_ERRORS:
+        frame.pack(grid, ({block}), {shared}, stream, [{values}])  # raises, naming the value
+        raise
+    get_current({current_address})
+    if current.value == {context}:
+        err = launch_kernel_ex({config_address}, {function}, {params_address}, None)
+        if err:
+            raise blame_earlier(launch_error(err, kernel, frame))
+    else:
+        launch_pushed(loaded)
+    last_launched[0] = {name!r}
+"""
+_SYNCHRONIZED = """\
+    synchronize(stream, {what!r})
+"""
+
+
+def make_launcher(loaded: Loaded) -> Callable[[tuple[int, int, int], Sequence, Any], None]:
+    """``loaded``'s launch function, generated: see ``_LAUNCHER``."""
+    lib = libcuda.functions()
+    current = ctypes.c_void_p()
+    frame = loaded.frame
+    source = _LAUNCHER.format(
+        device=loaded.kernel.device, block=", ".join(map(str, loaded.block)), shared=loaded.shared,
+        values=", ".join(f"values[{i}]" for i in loaded.positions), current_address=ctypes.addressof(current),
+        context=loaded.context_handle, config_address=frame.config_address, function=loaded.kernel.address,
+        params_address=frame.params_address, name=loaded.kernel.name)
+    if loaded.sync:
+        source += _SYNCHRONIZED.format(what=f"kernel `{loaded.kernel.name}`: running it (TILEC_SYNC=1 "
+                                             "synchronizes after every launch)")
+    namespace = dict(current_stream=current_stream, stream_handle=stream_handle, pack_into=frame.pack_into,
+                     buffer=frame.buffer, PACK_ERRORS=libcuda.PACK_ERRORS, frame=frame, current=current,
+                     get_current=lib.ctx_get_current, launch_kernel_ex=lib.launch_kernel_ex,
+                     blame_earlier=_blame_earlier, launch_error=libcuda.launch_error, kernel=loaded.kernel,
+                     launch_pushed=_launch_pushed, loaded=loaded, last_launched=_last_launched,
+                     synchronize=cd.synchronize)
+    exec(source, namespace)
+    return namespace["launch"]
+
+
+def _launch_pushed(loaded: Loaded) -> None:
+    """Launch what ``loaded.frame`` holds with its context pushed over the
+    current one (torch working on another device), then pop it: the caller's
+    current device stays what it was."""
+    pushed = cd.enter_context(loaded.context, loaded.context_handle)
+    try:
+        libcuda.launch(loaded.kernel, loaded.frame)
+    except cd.CudaError as e:
+        raise _blame_earlier(e) from None
+    finally:
+        if pushed:
+            cd.leave_context()
 
 
 # --- streams --------------------------------------------------------------------
@@ -193,10 +246,11 @@ def _stream_getter(torch: Any) -> Callable[[int], int]:
     return raw if raw is not None else (lambda device: torch.cuda.current_stream(device).cuda_stream)
 
 
-def stream_handle(stream: Any) -> Any:
-    """What ``cuLaunchKernel`` takes for a user's ``stream=``: an int handle, a
-    torch stream (``.cuda_stream``), a CuPy stream (``.ptr``), an object with
-    ``__cuda_stream__`` (cuda.core), or a cuda-python ``CUstream`` as it is."""
+def stream_handle(stream: Any) -> int:
+    """The handle ``cuLaunchKernelEx`` takes for a user's ``stream=``: an int
+    handle as it is, a torch stream's ``.cuda_stream``, a CuPy stream's
+    ``.ptr``, an object with ``__cuda_stream__`` (cuda.core), or a cuda-python
+    ``CUstream``'s address."""
     if type(stream) is int:
         return stream
     for attribute in ("cuda_stream", "ptr"):
@@ -206,7 +260,7 @@ def stream_handle(stream: Any) -> Any:
     if hasattr(stream, "__cuda_stream__"):
         return stream.__cuda_stream__()[1]
     if isinstance(stream, cd.driver().CUstream):
-        return stream
+        return int(stream)
     raise TypeError(f"stream= takes an int handle, a torch or CuPy stream or a CUstream, "
                     f"got {type(stream).__name__}")
 

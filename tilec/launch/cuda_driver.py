@@ -12,9 +12,8 @@ Everything here is a thin, checked wrapper over the driver API:
   changing the caller's current device for good;
 * ``function_attribute``, ``pointer_device`` and ``synchronize`` serve the
   launcher's resource checks, device lookup and ``TILEC_SYNC=1`` mode;
-* ``ArgPacker`` is built once per kernel signature and packs a launch's values
-  into one pre-built buffer plus a ``void**`` to its slots, so ``launch`` hands
-  ``cuLaunchKernel`` a plain address (≈5 µs/launch on H100, see FACTS.md).
+* launches themselves go through ctypes (``libcuda.py``): cuda-python's
+  argument conversion alone cost more than the whole launch may.
 
 Importing this module does not import cuda-python; the first driver call does.
 Not thread-safe: launch from one thread per device (like the rest of tilec).
@@ -24,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -84,7 +82,7 @@ def _import_bindings() -> Any:
 
 def _code(err: Any) -> int:
     """A ``CUresult`` as an int: cuda-python's are ints (``int()`` costs a fifth
-    of ``.value``, and every launch checks two), older ones plain enums."""
+    of ``.value``), older ones plain enums."""
     return int(err) if isinstance(err, int) else int(getattr(err, "value", err))
 
 
@@ -104,6 +102,15 @@ def _describe(err: Any, mod: Any = None) -> tuple[str, str]:
         except Exception:  # a broken or fake binding: keep the enum's own name
             pass
     return name, description
+
+
+def describe_code(code: int) -> tuple[str, str]:
+    """(name, description) of a plain int CUresult (what ctypes calls return)."""
+    mod = _driver
+    try:
+        return _describe(mod.CUresult(code) if mod is not None else code)
+    except ValueError:  # a code the bindings' enum does not list
+        return _describe(code)
 
 
 def _text(s: Any) -> str:
@@ -197,6 +204,11 @@ class Kernel:
     device: int
     dynamic_shared_limit: int = DEFAULT_SHARED_BYTES
 
+    @property
+    def address(self) -> int:
+        """The ``CUfunction`` as the plain address ctypes passes (``libcuda.py``)."""
+        return int(self.handle)
+
 
 @dataclass(eq=False)
 class Module:
@@ -266,121 +278,8 @@ def pointer_device(address: int) -> int:
                  f"finding the device of address {address:#x} (is it device memory?)")
 
 
-# --- arguments --------------------------------------------------------------
-# struct codes for each scalar kind a kernel parameter can have; every value
-# gets its own 8-byte, 8-aligned slot (enough for any of them).
-ARG_FORMATS: dict[str, str] = {
-    "ptr": "Q", "i1": "?",
-    "i8": "b", "i16": "h", "i32": "i", "i64": "q",
-    "u8": "B", "u16": "H", "u32": "I", "u64": "Q",
-    "f16": "e", "f32": "f", "f64": "d",
-}
-_SLOT = 8
-
-
-def device_pointer(value: Any) -> int:
-    """The device address of a pointer argument: an int, a torch tensor, or
-    anything with ``__cuda_array_interface__``."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    data_ptr = getattr(value, "data_ptr", None)
-    if callable(data_ptr):
-        return data_ptr()
-    cai = getattr(value, "__cuda_array_interface__", None)
-    if cai is not None:
-        return cai["data"][0]
-    raise TilecError(f"expected a device pointer (int, torch tensor or __cuda_array_interface__), "
-                     f"got {type(value).__name__}")
-
-
-class ArgPacker:
-    """Packs a launch's values for one signature (a list of kinds such as
-    ``["ptr", "ptr", "i32", "f32"]``) into a buffer built once, with a ``void**``
-    array of the slots' addresses that ``cuLaunchKernel`` reads.  ``pack`` writes
-    every value with one ``struct.pack_into``; reusing the buffer between launches
-    is safe because the driver copies the parameters when the launch is queued."""
-
-    def __init__(self, kinds: Sequence[str]):
-        unknown = [k for k in kinds if k not in ARG_FORMATS]
-        if unknown:
-            raise TilecError(f"kernel parameter kind {unknown[0]!r} cannot be passed to a CUDA kernel; "
-                             f"known kinds: {', '.join(ARG_FORMATS)}")
-        self.kinds = tuple(kinds)
-        self.format = "<" + "".join(f"{ARG_FORMATS[k]}{_SLOT - struct.calcsize('<' + ARG_FORMATS[k])}x"
-                                    for k in self.kinds)
-        self._pack_into = struct.Struct(self.format).pack_into
-        n = len(self.kinds)
-        self.buffer = (ctypes.c_uint64 * max(n, 1))()  # c_uint64 makes every slot 8-aligned
-        base = ctypes.addressof(self.buffer)
-        self.params = (ctypes.c_void_p * max(n, 1))(*(base + _SLOT * i for i in range(n)))
-        self.address = ctypes.addressof(self.params) if n else 0  # kernelParams (void**); NULL for none
-        self._pointers = tuple(i for i, k in enumerate(self.kinds) if k == "ptr")
-
-    def pack(self, values: Sequence[Any]) -> int:
-        """Write ``values`` into the slots; returns the ``void**`` address to launch with."""
-        if len(values) != len(self.kinds):
-            raise TilecError(f"kernel takes {len(self.kinds)} arguments ({', '.join(self.kinds)}), "
-                             f"got {len(values)}")
-        if self._pointers:
-            values = list(values)
-            for i in self._pointers:
-                v = values[i]
-                if type(v) is not int:
-                    values[i] = device_pointer(v)
-        try:
-            self._pack_into(self.buffer, 0, *values)
-        except (struct.error, OverflowError, TypeError):
-            self._explain(values)
-            raise
-        return self.address
-
-    def _explain(self, values: Sequence[Any]) -> None:
-        for i, (kind, value) in enumerate(zip(self.kinds, values)):
-            try:
-                struct.pack("<" + ARG_FORMATS[kind], value)
-            except (struct.error, OverflowError, TypeError) as e:
-                raise TilecError(f"argument {i} ({kind}): cannot pass {value!r}: {e}") from None
-
-    def unpack(self) -> tuple:
-        """The values now in the slots (for tests and debugging)."""
-        return struct.unpack_from(self.format, self.buffer, 0)
-
-
-_streams: dict[int, Any] = {}
-
-
-def _stream(handle: int) -> Any:
-    """The ``CUstream`` for an int handle, cached: the bindings convert an int
-    on every call (≈0.6 µs), a ``CUstream`` they take as it is."""
-    stream = _streams.get(handle)
-    if stream is None:
-        if len(_streams) > 1024:  # streams come and go; never let this grow without bound
-            _streams.clear()
-        stream = _streams[handle] = driver().CUstream(handle)
-    return stream
-
-
-def launch(kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-           shared_bytes: int, stream: Any, packer: ArgPacker, values: Sequence[Any]) -> None:
-    """Queue ``kernel`` on ``stream`` (a ``CUstream``, or an int handle such as
-    torch's ``current_stream().cuda_stream``; 0 is the legacy default stream)
-    with ``values`` packed by ``packer``.  ``kernel`` came from ``get_function``,
-    so the driver is loaded and the device's context is current."""
-    params = packer.pack(values)
-    if type(stream) is int:
-        stream = _stream(stream)
-    err, = _driver.cuLaunchKernel(kernel.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                   shared_bytes, stream, params, 0)
-    if _code(err) != 0:
-        name, description = _describe(err)
-        raise CudaError(_code(err), name, description,
-                        f"kernel `{kernel.name}`: launching grid {tuple(grid)} x block {tuple(block)} "
-                        f"with {shared_bytes} bytes of shared memory")
-
-
 def synchronize(stream: Any, what: str) -> None:
     """Wait for ``stream`` (a ``CUstream`` or int handle); a fault of any work
     queued before raises ``CudaError`` naming ``what``."""
-    if type(stream) is int:
-        stream = _stream(stream)
-    check(driver().cuStreamSynchronize(stream), what)
+    drv = driver()
+    check(drv.cuStreamSynchronize(drv.CUstream(stream) if type(stream) is int else stream), what)
