@@ -103,6 +103,17 @@ def test_info_and_cache(kernels, tmp_path):
     assert "total: 0 entries, 0 bytes" in tilec_command("cache", cwd=tmp_path).stdout
 
 
+def test_a_cached_kernel_shows_the_same_stages_and_metadata(kernels, tmp_path):
+    args = ("compile", f"{kernels}:add", *ADD, "--stage", "all", "--metadata")
+    first = tilec_command(*args, cwd=tmp_path, unset=("TILEC_CHECK",))  # TILEC_CHECK bypasses the disk cache
+    (entry,) = (tmp_path / "cache" / "kernel").rglob("*.bin")
+    written = entry.stat().st_mtime_ns
+    again = tilec_command(*args, cwd=tmp_path, unset=("TILEC_CHECK",))
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert entry.stat().st_mtime_ns == written  # a hit: read, not rewritten
+    assert again.stdout == first.stdout and '"flops": 1024' in again.stdout and "// -----// ptx //" in again.stdout
+
+
 # --- compile, in this process -------------------------------------------------------
 def test_every_stage_to_a_directory_with_metadata(kernels, tmp_path, capsys):
     status, out, err = run_main(capsys, "compile", f"{kernels}:add", *ADD, "--target", "sm_80",
