@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,15 @@ def test_the_out_files_are_named_as_tilec_dump_names_them(kernels, tmp_path, cap
     compiled = kernel.compile(target="sm_90", **values)
     assert [p.name for p in tmp_path.glob("*.ptx")] == [f"add-{dump.variant_id(compiled)}.ptx"]
     assert (tmp_path / f"add-{dump.variant_id(compiled)}.ptx").read_text() == compiled.asm["ptx"]
+
+
+# --- docs ---------------------------------------------------------------------------
+def variables_in(paths) -> set[str]:
+    return {m for p in paths for m in re.findall(r"\bTILEC_[A-Z0-9_]*[A-Z0-9]\b", p.read_text())}
+
+
+def test_environment_doc_lists_every_variable_the_code_reads():
+    documented = set(re.findall(r"^\| `(TILEC_[A-Z0-9_]+)` \|", (REPO / "docs/environment.md").read_text(), re.M))
+    read = variables_in((REPO / "tilec").rglob("*.py")) | variables_in((REPO / "tests").rglob("*.py"))
+    assert read - documented == set(), "add these to docs/environment.md"
+    assert documented - read == set(), "docs/environment.md lists variables nothing reads"
