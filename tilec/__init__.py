@@ -16,10 +16,11 @@ Importing tilec is cheap: the front end, the interpreter and LLVM load on first 
 from . import language  # noqa: F401
 from .errors import CompilationError, InterpreterError, OutOfResources, TilecError  # noqa: F401
 from .launch import CompiledKernel, JITFunction, cdiv, jit, next_power_of_2  # noqa: F401
+from .autotune import Config, autotune, heuristics  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "jit", "JITFunction", "CompiledKernel", "cdiv", "next_power_of_2",
+    "jit", "JITFunction", "CompiledKernel", "cdiv", "next_power_of_2", "autotune", "Config", "heuristics",
     "CompilationError", "InterpreterError", "OutOfResources", "TilecError", "language", "__version__",
 ]

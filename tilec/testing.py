@@ -17,13 +17,15 @@ Why each step (Triton's recipe, and METHOD's advice):
   ms) and a first estimate, and the median of many runs resists outliers.
 
 CUDA work goes through torch (imported on first use: ``import tilec.testing``
-stays cheap).  The loop itself (``measure_times``) takes any object with
+stays cheap); ``device="host"`` times host work (the interpreter) with the host
+clock, which is how the autotuner tunes on machines without a GPU.  The loop itself (``measure_times``) takes any object with
 ``event() / synchronize() / flush_l2()``, which is how it is tested without a GPU.
 """
 from __future__ import annotations
 
 import functools
 import math
+import time
 from numbers import Real
 from typing import Any, Callable, Optional, Protocol, Sequence
 
@@ -47,18 +49,26 @@ class Timer(Protocol):
     def flush_l2(self) -> None: ...
 
 
+DEVICES = ("cuda", "host")
+
+
 def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
-             quantiles: Optional[Sequence[float]] = None, return_mode: str = "median"):
-    """Milliseconds one call of ``fn`` takes on the current CUDA device.
+             quantiles: Optional[Sequence[float]] = None, return_mode: str = "median", device: str = "cuda"):
+    """Milliseconds one call of ``fn`` takes on the current CUDA device, or on
+    the host with ``device="host"`` (kernels on host arrays: the interpreter).
 
     ``warmup`` and ``rep`` are time budgets in ms for the untimed and the timed
     runs.  Returns the ``return_mode`` statistic of the runs (``"all"``: the
     list of times), or, when ``quantiles`` is given, those quantiles (a single
     float for one quantile), as Triton does.  Triton's default is the mean;
-    ours is the median, which one slow run cannot move.
+    ours is the median, which one slow run cannot move.  On the host, runs are
+    timed with ``time.perf_counter`` and nothing is flushed.
     """
     check_bench_args(fn, warmup, rep, quantiles, return_mode)
-    times = measure_times(fn, torch_cuda_timer(), warmup, rep)
+    if device not in DEVICES:
+        raise ValueError(f"do_bench: `device` must be one of {', '.join(DEVICES)}, got {device!r}")
+    timer = HostTimer() if device == "host" else torch_cuda_timer()
+    times = measure_times(fn, timer, warmup, rep)
     return summarize_times(times, quantiles, return_mode)
 
 
@@ -124,6 +134,33 @@ def summarize_times(times: Sequence[float], quantiles: Optional[Sequence[float]]
         return list(times)
     statistic = {"min": np.min, "max": np.max, "mean": np.mean, "median": np.median}[return_mode]
     return float(statistic(np.asarray(times, dtype=np.float64)))
+
+
+class HostEvent:
+    """An ``Event`` of the host clock: work on the host is synchronous, so the clock is the truth."""
+
+    def __init__(self):
+        self.time: Optional[float] = None
+
+    def record(self) -> None:
+        self.time = time.perf_counter()
+
+    def elapsed_time(self, end: "HostEvent") -> float:
+        return (end.time - self.time) * 1e3
+
+
+class HostTimer:
+    """``Timer`` for host work: wall-clock events, nothing to wait for, no cache to flush
+    (a host cache flush would time the flush, not the kernel, at the interpreter's speed)."""
+
+    def event(self) -> HostEvent:
+        return HostEvent()
+
+    def synchronize(self) -> None:
+        pass
+
+    def flush_l2(self) -> None:
+        pass
 
 
 class TorchCudaTimer:

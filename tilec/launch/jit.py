@@ -140,6 +140,17 @@ class JITFunction:
         """The compiled variant ``plan`` runs (from the caches when it is there)."""
         return self._variant(plan.args, plan.options, plan.target)
 
+    def has_variant(self, plan: "LaunchPlan") -> bool:
+        """Whether ``plan``'s variant is compiled in this process already."""
+        return self._variant_key(plan.args, plan.options, plan.target) in self.cache
+
+    def adopt(self, plan: "LaunchPlan", payload: bytes) -> CompiledKernel:
+        """Take in ``plan``'s variant compiled by another process (an autotuner's
+        worker), as ``cache.serialize_kernel`` bytes."""
+        compiled = disk_cache.deserialize_kernel(payload, plan.args, plan.options, plan.target)
+        self.cache[self._variant_key(plan.args, plan.options, plan.target)] = compiled
+        return compiled
+
     @staticmethod
     def _dispatch_keys(args: Sequence[KernelArg]) -> tuple:
         return tuple(a.dispatch_key for a in args)
@@ -166,8 +177,12 @@ class JITFunction:
                              "pass numpy arrays to run on the host")
         return LAUNCHERS[place]
 
+    @staticmethod
+    def _variant_key(args: Sequence[KernelArg], options: Options, target: str) -> tuple:
+        return (tuple(a.key for a in args), options, target)
+
     def _variant(self, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
-        key = (tuple(a.key for a in args), options, target)
+        key = self._variant_key(args, options, target)
         compiled = self.cache.get(key)
         if compiled is None:
             # ``compile_variant`` is looked up when called: the test suite wraps it (gpu_compile_check.py)

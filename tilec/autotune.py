@@ -1,0 +1,557 @@
+"""``tilec.autotune``, ``tilec.Config`` and ``tilec.heuristics``: Triton's, plus what Triton lacks.
+
+    @tilec.autotune(configs=[tilec.Config({"BLOCK": 128}, num_warps=4), tilec.Config({"BLOCK": 256}, num_warps=8)],
+                    key=["n"], reset_to_zero=["out"])
+    @tilec.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @tilec.jit
+    def kernel(x, out, n, BLOCK: tl.constexpr, EVEN: tl.constexpr): ...
+
+    kernel[lambda meta: (tilec.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    kernel.best_config   # the Config the last launch ran
+
+With Triton's meanings: the first launch for each value of the ``key``
+arguments (and the dtypes of the arguments) runs every config on the real
+arguments, timed by ``tilec.testing.do_bench`` (``warmup``/``rep`` ms;
+the host interpreter is timed with the host clock), zeroing ``reset_to_zero``
+and restoring ``restore_value`` arguments around each run, and remembers the
+fastest; ``prune_configs_by`` (``early_config_prune``, ``perf_model`` +
+``top_k``) narrows the configs first; a ``Config.pre_hook`` runs before each
+launch of its config.  ``heuristics`` computes meta-parameters from the
+arguments.  Beyond Triton:
+
+* configs are compiled in parallel, in forked processes (compiling never
+  needs the GPU), each handing its kernel back as bytes (and filling the disk
+  cache); without ``fork``, or when the pool fails, they compile one by one;
+* a config that does not compile or does not fit (``CompilationError``,
+  ``OutOfResources``, an invalid ``num_warps``) is skipped with a one-line
+  reason (``.skipped``); only when every config fails is it an error, listing them;
+* on a terminal, a progress line shows configs done/total and the best so far
+  (``TILEC_QUIET=1``, or stderr not a terminal: silent);
+* the choice per (kernel and callee sources, heuristics, configs, key values,
+  device name or ``"host"``, tilec's source hash) is stored under
+  ``cache.cache_dir()/tuning``, so a new process does not tune again
+  (``cache_results=False`` or ``TILEC_CACHE=0``: it does).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from . import testing
+from .errors import CompilationError, OutOfResources, TilecError
+from .launch import cache
+from .launch.jit import JITFunction, LaunchPlan
+
+log = logging.getLogger("tilec.autotune")
+
+PRUNE_KEYS = ("perf_model", "top_k", "early_config_prune")
+#: What makes a config skipped rather than the tuning fail: it does not compile, or does not fit the GPU.
+CONFIG_ERRORS = (CompilationError, OutOfResources)
+QUANTILES = (0.5, 0.2, 0.8)  # Triton's: the median decides, the spread breaks ties
+TUNING_FORMAT = 1
+
+
+class Config:
+    """One point of the search: meta-parameter values (``kwargs``, passed to the
+    kernel as constexprs), ``num_warps``, ``num_stages`` and an optional
+    ``pre_hook(args)`` run before each launch of this config."""
+
+    def __init__(self, kwargs: dict, num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
+                 maxnreg: Optional[int] = None, pre_hook: Optional[Callable[[dict], Any]] = None):
+        if num_ctas != 1 or maxnreg is not None:
+            raise TilecError("tilec.Config: num_ctas (thread-block clusters) and maxnreg are not supported yet; "
+                             "leave them out")
+        self.kwargs = dict(kwargs)
+        self.num_warps, self.num_stages, self.num_ctas, self.maxnreg = num_warps, num_stages, num_ctas, maxnreg
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self) -> dict[str, Any]:
+        """What a launch of this config passes: the meta-parameters and the options."""
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items())
+
+    def __repr__(self) -> str:
+        return f"Config({self})"
+
+
+class KernelWrapper:
+    """What ``autotune`` and ``heuristics`` wrap a kernel with: launched as
+    ``kernel[grid](...)``, they pass the launch on to ``fn`` with more keywords."""
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+        self.jit_function = innermost_jit(fn)
+        self.arg_names = list(self.jit_function.signature.parameters)
+        self.__name__ = self.jit_function.__name__
+        self.__doc__ = self.jit_function.__doc__
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TilecError(f"kernel `{self.__name__}` is launched with a grid, `{self.__name__}[grid](...)`")
+
+    def named_args(self, args: Sequence, kwargs: dict) -> dict[str, Any]:
+        """Every argument by name: the signature's defaults, the positional ones, the keywords."""
+        defaults = {n: p.default for n, p in self.jit_function.signature.parameters.items()
+                    if p.default is not p.empty}
+        return {**defaults, **dict(zip(self.arg_names, args)), **kwargs}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.fn!r})"
+
+
+def innermost_jit(fn: Any) -> JITFunction:
+    """The ``@tilec.jit`` kernel under any number of wrappers."""
+    while not isinstance(fn, JITFunction):
+        if not hasattr(fn, "fn"):
+            raise TypeError(f"tilec.autotune/heuristics wrap a @tilec.jit kernel, got {fn!r}")
+        fn = fn.fn
+    return fn
+
+
+# --------------------------------------------------------------------------- #
+# heuristics
+# --------------------------------------------------------------------------- #
+
+class Heuristics(KernelWrapper):
+    """``values``: meta-parameter name -> function of every argument by name
+    (autotuned ones included) giving its value, computed in order at each launch."""
+
+    def __init__(self, fn: Any, values: dict[str, Callable[[dict], Any]]):
+        super().__init__(fn)
+        self.values = dict(values)
+
+    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        return self.fn.run(*args, grid=grid, **self.resolve(args, kwargs))
+
+    def resolve(self, args: Sequence, kwargs: dict) -> dict[str, Any]:
+        """``kwargs`` with every heuristic's value added."""
+        kwargs = dict(kwargs)
+        for name, heuristic in self.values.items():
+            kwargs[name] = heuristic(self.named_args(args, kwargs))
+        return kwargs
+
+
+def heuristics(values: dict[str, Callable[[dict], Any]]) -> Callable[[Any], Heuristics]:
+    """Decorator: compute meta-parameters from the arguments (Triton's ``triton.heuristics``)."""
+    if not isinstance(values, dict) or not all(callable(f) for f in values.values()):
+        raise TypeError("tilec.heuristics takes a dict of meta-parameter name -> function(args)")
+    return lambda fn: Heuristics(fn, values)
+
+
+# --------------------------------------------------------------------------- #
+# autotune
+# --------------------------------------------------------------------------- #
+
+class Autotuner(KernelWrapper):
+    """A kernel with configs to choose from (see the module doc).  ``cache``:
+    tuning key -> chosen ``Config``; ``best_config``: the last launch's;
+    ``configs_timings``: the last tuning's ``{Config: [median, p20, p80] ms}``;
+    ``skipped``: the last tuning's ``{Config: reason}``."""
+
+    def __init__(self, fn: Any, configs: Sequence[Config], key: Sequence[str],
+                 prune_configs_by: Optional[dict] = None, reset_to_zero: Optional[Sequence[str]] = None,
+                 restore_value: Optional[Sequence[str]] = None, pre_hook: Optional[Callable] = None,
+                 post_hook: Optional[Callable] = None, warmup: float = 25, rep: float = 100,
+                 do_bench: Optional[Callable] = None, cache_results: bool = True):
+        super().__init__(fn)
+        self.configs = list(configs) or [Config({})]
+        if not all(isinstance(c, Config) for c in self.configs):
+            raise TypeError(f"tilec.autotune: configs must be tilec.Config objects, got {self.configs!r}")
+        self.keys = self._known_names(key, "key")
+        self.reset_to_zero = self._known_names(reset_to_zero or [], "reset_to_zero")
+        self.restore_value = self._known_names(restore_value or [], "restore_value")
+        self.prune_configs_by = dict(prune_configs_by or {})
+        unknown = set(self.prune_configs_by) - set(PRUNE_KEYS)
+        if unknown:
+            raise TypeError(f"tilec.autotune: unknown prune_configs_by keys {sorted(unknown)}; known: {PRUNE_KEYS}")
+        self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
+        self.warmup, self.rep, self.do_bench, self.cache_results = warmup, rep, do_bench, cache_results
+        self.cache: dict[tuple, Config] = {}
+        self.best_config: Optional[Config] = None
+        self.configs_timings: Optional[dict[Config, list[float]]] = None
+        self.skipped: dict[Config, str] = {}
+
+    def _known_names(self, names: Iterable[str], what: str) -> list[str]:
+        names = [names] if isinstance(names, str) else list(names)
+        unknown = [n for n in names if n not in self.arg_names]
+        if unknown:
+            raise TypeError(f"tilec.autotune({what}=...): {unknown} are not arguments of `{self.__name__}` "
+                            f"({', '.join(self.arg_names)})")
+        return names
+
+    # --- a launch ------------------------------------------------------------------
+    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        conflicts = sorted(set(kwargs) & {k for c in self.configs for k in c.kwargs})
+        if conflicts:
+            raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure that you don't "
+                             f"re-define auto-tuned symbols (kernel `{self.__name__}`).")
+        config = self.configs[0]
+        if len(self.configs) > 1:
+            key = self.tuning_key(self.named_args(args, kwargs))
+            if key not in self.cache:
+                self.cache[key] = self._recall(key, args, kwargs) or self._tune(key, args, kwargs, grid)
+            config = self.cache[key]
+        self.best_config = config
+        return self._launch(config, args, kwargs, grid)
+
+    def tuning_key(self, named: dict[str, Any]) -> tuple:
+        """Triton's: the ``key`` arguments' values, then the dtype of every argument that has one."""
+        return tuple([named[k] for k in self.keys] + [str(v.dtype) for v in named.values() if hasattr(v, "dtype")])
+
+    def _launch(self, config: Config, args: Sequence, kwargs: dict, grid: Any) -> Any:
+        if config.pre_hook is not None:
+            config.pre_hook({**self.named_args(args, kwargs), **config.all_kwargs()})
+        return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+
+    # --- tuning ----------------------------------------------------------------------
+    def prune_configs(self, args: Sequence, kwargs: dict) -> list[Config]:
+        """Triton's pruning: ``early_config_prune(configs, nargs, **kwargs)``, then the
+        ``top_k`` (a count, or a fraction <= 1 of the configs) best by ``perf_model``."""
+        nargs = dict(zip(self.arg_names, args))
+        configs = self.configs
+        early = self.prune_configs_by.get("early_config_prune")
+        if early is not None:
+            configs = list(early(configs, nargs, **kwargs))
+        perf_model = self.prune_configs_by.get("perf_model")
+        if perf_model is not None:
+            top_k = self.prune_configs_by.get("top_k", len(configs))
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = int(len(configs) * top_k)
+            if not isinstance(top_k, int):
+                raise TypeError(f"tilec.autotune: top_k must be an int or a fraction <= 1.0, got {top_k!r}")
+            if len(configs) > top_k:
+                estimates = {c: perf_model(**nargs, **kwargs, **c.all_kwargs()) for c in configs}
+                configs = sorted(configs, key=estimates.__getitem__)[:top_k]
+        if not configs:
+            raise TilecError(f"kernel `{self.__name__}`: prune_configs_by left no config to run")
+        return configs
+
+    def _tune(self, key: tuple, args: Sequence, kwargs: dict, grid: Any) -> Config:
+        """Compile the configs (in parallel), time those that compiled, keep the fastest."""
+        configs = self.prune_configs(args, kwargs)
+        progress = Progress(self.__name__, len(configs))
+        self.skipped = {}
+        plans = self._plan_all(configs, args, kwargs)
+        self.skipped.update(compile_plans(self.jit_function, plans, progress))
+        timings = self._bench_all([c for c in configs if c not in self.skipped], args, kwargs, grid, plans,
+                                  progress)
+        progress.done()
+        for config, reason in self.skipped.items():
+            progress.note(f"skipped config {config}: {reason}")
+        if not timings:
+            reasons = "\n".join(f"  {c}: {r}" for c, r in self.skipped.items())
+            raise TilecError(f"kernel `{self.__name__}`: no config ran for key {key}:\n{reasons}")
+        self.configs_timings = timings
+        best = min(timings, key=timings.__getitem__)
+        self._zero(self.named_args(args, kwargs))  # the launch that follows starts from zeros, as each run did
+        self._remember(key, args, kwargs, best)
+        return best
+
+    def _plan_all(self, configs: Sequence[Config], args: Sequence, kwargs: dict) -> dict[Config, LaunchPlan]:
+        """Each config's launch plan (heuristics applied); a config that cannot be planned is skipped."""
+        plans = {}
+        for config in configs:
+            try:
+                plan = self._plan(config, args, kwargs)
+            except CONFIG_ERRORS + (ValueError,) as e:  # Options reject num_warps=3 with a ValueError
+                self.skipped[config] = one_line(e)
+                continue
+            if plan is not None:
+                plans[config] = plan
+        return plans
+
+    def _plan(self, config: Config, args: Sequence, kwargs: dict) -> Optional[LaunchPlan]:
+        fn, final = self.fn, {**kwargs, **config.all_kwargs()}
+        while isinstance(fn, Heuristics):
+            final = fn.resolve(args, final)
+            fn = fn.fn
+        if not isinstance(fn, JITFunction):
+            return None  # an autotuner inside an autotuner: its launches compile as they go
+        options = final.pop("num_warps"), final.pop("num_stages")
+        return fn.plan(args, final, *options)
+
+    def _any_plan(self, args: Sequence, kwargs: dict) -> Optional[LaunchPlan]:
+        """A plan of the first config that plans (they all run where the arrays are)."""
+        for config in self.configs:
+            try:
+                return self._plan(config, args, kwargs)
+            except CONFIG_ERRORS + (ValueError,):
+                continue
+        return None
+
+    def _bench_all(self, configs: Sequence[Config], args: Sequence, kwargs: dict, grid: Any,
+                   plans: dict[Config, LaunchPlan], progress: "Progress") -> dict[Config, list[float]]:
+        named = self.named_args(args, kwargs)
+        saved = {name: copy_array(named[name]) for name in self.restore_value}
+        place = next(iter(plans.values())).place if plans else "cuda"
+        timings = {}
+        for i, config in enumerate(configs):
+            try:
+                timings[config] = self._bench(config, args, kwargs, grid, named, saved, place)
+            except CONFIG_ERRORS as e:  # registers over the limit show up when a GPU loads the kernel
+                self.skipped[config] = one_line(e)
+            best = min(timings, key=timings.__getitem__) if timings else None
+            progress.show("benchmarked", i + 1, best, timings.get(best))
+        return timings
+
+    def _bench(self, config: Config, args: Sequence, kwargs: dict, grid: Any, named: dict, saved: dict,
+               place: str) -> list[float]:
+        full = {**named, **config.all_kwargs()}
+
+        def kernel_call() -> None:
+            if config.pre_hook is not None:
+                config.pre_hook(full)
+            self._zero(named)
+            if self.user_pre_hook is not None:
+                self.user_pre_hook(full)
+            exception = None
+            try:
+                self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+            except Exception as e:
+                exception = e
+                raise
+            finally:
+                for name, value in saved.items():
+                    restore_array(named[name], value)
+                if self.user_post_hook is not None:
+                    self.user_post_hook(full, exception)
+
+        if self.do_bench is not None:
+            timing = self.do_bench(kernel_call, quantiles=QUANTILES)
+        else:
+            device = "host" if place == "host" else "cuda"
+            timing = testing.do_bench(kernel_call, warmup=self.warmup, rep=self.rep, quantiles=QUANTILES,
+                                      device=device)
+        return list(timing) if isinstance(timing, (list, tuple)) else [timing]
+
+    def _zero(self, named: dict) -> None:
+        for name in self.reset_to_zero:
+            zero_array(named[name])
+
+    # --- the choice on disk ----------------------------------------------------------------
+    def _disk_key(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[str]:
+        """The tuning entry's key, or None when results are not kept (or cannot be keyed)."""
+        if not (self.cache_results and cache.enabled()):
+            return None
+        try:
+            device = device_label(self._any_plan(args, kwargs))
+            wrappers = [(type(w).__name__, getattr(w, "values", None)) for w in wrapper_chain(self.fn)]
+            return cache.digest("tuning", TUNING_FORMAT, cache.tilec_source_hash(), self.jit_function, wrappers,
+                                [str(c) for c in self.configs], self.keys, key, device,
+                                [self.prune_configs_by.get(k) for k in PRUNE_KEYS])
+        except (cache.Uncacheable, TilecError, ValueError) as e:
+            log.debug("tilec.autotune: `%s` tuning not kept: %s", self.__name__, e)
+            return None
+
+    def _recall(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[Config]:
+        """The config an earlier process chose for this key, when it is still one of ours."""
+        disk_key = self._disk_key(key, args, kwargs)
+        payload = cache.read_entry("tuning", disk_key) if disk_key else None
+        if payload is None:
+            return None
+        try:
+            stored = json.loads(payload)
+            config = self.configs[stored["index"]]
+            if str(config) != stored["config"]:
+                return None
+        except (ValueError, KeyError, IndexError, TypeError):
+            return None
+        log.info("tilec.autotune: `%s` key %s: %s (tuned by an earlier process)", self.__name__, key, config)
+        return config
+
+    def _remember(self, key: tuple, args: Sequence, kwargs: dict, best: Config) -> None:
+        log.info("tilec.autotune: `%s` key %s: %s", self.__name__, key, best)
+        disk_key = self._disk_key(key, args, kwargs)
+        if disk_key is None:
+            return
+        record = {"index": self.configs.index(best), "config": str(best),
+                  "timings_ms": {str(c): t for c, t in self.configs_timings.items()},
+                  "skipped": {str(c): r for c, r in self.skipped.items()}}
+        try:
+            cache.write_entry("tuning", disk_key, json.dumps(record).encode())
+        except OSError as e:
+            log.warning("tilec.autotune: cannot store the tuning of `%s` in %s: %s", self.__name__,
+                        cache.cache_dir(), e)
+
+
+def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Optional[dict] = None,
+             reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
+             pre_hook: Optional[Callable] = None, post_hook: Optional[Callable] = None, warmup: float = 25,
+             rep: float = 100, do_bench: Optional[Callable] = None,
+             cache_results: bool = True) -> Callable[[Any], Autotuner]:
+    """Decorator: choose the fastest of ``configs`` for each value of the ``key``
+    arguments (Triton's ``triton.autotune``; see the module doc for what is more)."""
+    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook,
+                                post_hook, warmup, rep, do_bench, cache_results)
+
+
+def wrapper_chain(fn: Any) -> list[Any]:
+    chain = []
+    while not isinstance(fn, JITFunction):
+        chain.append(fn)
+        fn = fn.fn
+    return chain
+
+
+def device_label(plan: Optional[LaunchPlan]) -> str:
+    """``"host"``, or the target and the GPU's name (``"sm_90 NVIDIA H100 80GB HBM3"``)."""
+    if plan is None:
+        return "unknown"
+    if plan.place == "host":
+        return "host"
+    if plan.place != "cuda":
+        return f"{plan.place} {plan.target}"
+    from .launch import cuda_driver
+
+    device = plan.device
+    if device is None:
+        device = cuda_driver.pointer_device(next(a.value for a in plan.args if a.place is not None))
+    return f"{plan.target} {cuda_driver.device_name(device)}"
+
+
+def one_line(error: BaseException) -> str:
+    """An error as one line: its type and the first line of its message."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+# --- arrays: numpy on the host, torch (or anything with zero_/clone/copy_) on a GPU -----
+def zero_array(a: Any) -> None:
+    if hasattr(a, "zero_"):
+        a.zero_()
+    else:
+        a[...] = 0
+
+
+def copy_array(a: Any) -> Any:
+    return a.clone() if hasattr(a, "clone") else a.copy()
+
+
+def restore_array(a: Any, saved: Any) -> None:
+    if hasattr(a, "copy_"):
+        a.copy_(saved)
+    else:
+        a[...] = saved
+
+
+# --------------------------------------------------------------------------- #
+# Compiling the configs in parallel
+# --------------------------------------------------------------------------- #
+
+_WORK: tuple = ()  # (kernel, plans) for the forked workers: inherited, never pickled
+
+
+def compile_plans(kernel: JITFunction, plans: dict[Config, LaunchPlan], progress: "Progress") -> dict[Config, str]:
+    """Compile every plan's variant into ``kernel``'s cache, in worker processes when
+    there are several; the configs that failed, with a one-line reason each."""
+    pending = [(c, p) for c, p in plans.items() if not kernel.has_variant(p)]
+    results = compile_in_workers(kernel, [p for _, p in pending]) if len(pending) > 1 else None
+    failed = {}
+    for i, (config, plan) in enumerate(pending):
+        outcome, detail = results[i] if results else ("retry", None)
+        if outcome == "ok":
+            try:
+                kernel.adopt(plan, detail)
+            except Exception as e:  # a kernel that does not read back (a tilec bug): compile it here
+                log.warning("tilec.autotune: a worker's kernel did not load (%s); compiling it here", e)
+                outcome = "retry"
+        if outcome == "failed":
+            failed[config] = detail
+        elif outcome == "retry":
+            try:
+                kernel.variant(plan)
+            except CONFIG_ERRORS as e:
+                failed[config] = one_line(e)
+        progress.show("compiled", i + 1, total=len(pending))
+    return failed
+
+
+def compile_in_workers(kernel: JITFunction, plans: list[LaunchPlan]) -> Optional[list[tuple[str, Any]]]:
+    """``("ok", kernel bytes)``, ``("failed", reason)`` or ``("retry", what)`` per
+    plan, compiled by forked processes; None where that cannot be done."""
+    import multiprocessing  # only tuning needs processes: not loaded with tilec
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = min(len(plans), available_cpus())
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    global _WORK
+    _WORK = (kernel, plans)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_compile_one, range(len(plans))))
+    except Exception as e:  # a broken pool, no processes allowed...: compile here instead
+        log.warning("tilec.autotune: compiling in worker processes failed (%s: %s); compiling one by one",
+                    type(e).__name__, e)
+        return None
+    finally:
+        _WORK = ()
+
+
+def _compile_one(index: int) -> tuple[str, Any]:
+    """In a worker: compile one plan; errors that are the config's come back as reasons."""
+    kernel, plans = _WORK
+    try:
+        return "ok", cache.serialize_kernel(kernel.variant(plans[index]))
+    except CONFIG_ERRORS as e:
+        return "failed", one_line(e)
+    except Exception as e:  # anything else is a bug: the parent compiles it again to raise it whole
+        return "retry", repr(e)
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# --------------------------------------------------------------------------- #
+# The progress line
+# --------------------------------------------------------------------------- #
+
+class Progress:
+    """One line on a terminal, rewritten in place: ``autotune `k`: benchmarked 3/8,
+    best 0.012 ms (BLOCK: 128, ...)``.  Silent when stderr is not a terminal or
+    under ``TILEC_QUIET=1``."""
+
+    def __init__(self, kernel: str, total: int, stream: Any = None):
+        self.kernel, self.total = kernel, total
+        self.stream = stream if stream is not None else sys.stderr
+        self.on = os.environ.get("TILEC_QUIET", "") in ("", "0") and _isatty(self.stream)
+
+    def show(self, phase: str, done: int, best: Optional[Config] = None, timing: Optional[list] = None,
+             total: Optional[int] = None) -> None:
+        if not self.on:
+            return
+        line = f"autotune `{self.kernel}`: {phase} {done}/{total or self.total}"
+        if best is not None:
+            line += f", best {timing[0]:.4g} ms ({best})"
+        self.stream.write(f"\r{line}\x1b[K")
+        self.stream.flush()
+
+    def note(self, line: str) -> None:
+        """A line of its own (a skipped config): on the terminal when on, else in the log."""
+        if self.on:
+            self.stream.write(f"autotune `{self.kernel}`: {line}\n")
+        else:
+            log.info("tilec.autotune: `%s`: %s", self.kernel, line)
+
+    def done(self) -> None:
+        if self.on:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
