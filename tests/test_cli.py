@@ -222,6 +222,11 @@ def test_the_out_files_are_named_as_tilec_dump_names_them(kernels, tmp_path, cap
     assert (tmp_path / f"add-{dump.variant_id(compiled)}.ptx").read_text() == compiled.asm["ptx"]
 
 
+@pytest.mark.skipif(ptxas.find_ptxas() is None, reason="no ptxas: no cubin")
+def test_cubin_goes_to_a_pipe_as_bytes(kernels, capsysbinary):
+    assert cli.main(["compile", f"{kernels}:add", *ADD, "--stage", "cubin"]) == 0
+    assert capsysbinary.readouterr().out[:4] == b"\x7fELF"
+
 # --- docs ---------------------------------------------------------------------------
 def variables_in(paths) -> set[str]:
     return {m for p in paths for m in re.findall(r"\bTILEC_[A-Z0-9_]*[A-Z0-9]\b", p.read_text())}
@@ -232,3 +237,4 @@ def test_environment_doc_lists_every_variable_the_code_reads():
     read = variables_in((REPO / "tilec").rglob("*.py")) | variables_in((REPO / "tests").rglob("*.py"))
     assert read - documented == set(), "add these to docs/environment.md"
     assert documented - read == set(), "docs/environment.md lists variables nothing reads"
+
