@@ -166,7 +166,7 @@ def _memory(value_of: Callable[[Op], Value]) -> Rule:
 
 
 def _elementwise(op: Op, cost: Cost, names: dict[Value, str]) -> None:
-    src = op.operands[0]
+    src = op.src if isinstance(op, ops.UnaryOp) else op.lhs
     if _is_float(src):
         cost.add(flops=_numel(src))
 
