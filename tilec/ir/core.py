@@ -117,8 +117,13 @@ class Op:
 
     # --- field introspection -------------------------------------------------
     @classmethod
-    def fields_of_kind(cls, *kinds: str) -> list[dataclasses.Field]:
-        return [f for f in _op_fields(cls) if f.metadata.get(_KIND) in kinds]
+    def fields_of_kind(cls, *kinds: str) -> tuple[dataclasses.Field, ...]:
+        """The fields declared as one of ``kinds`` (``"operand"``, ``"region"``...),
+        remembered per class: every pass and the verifier ask for every op."""
+        got = _FIELDS_OF_KIND.get((cls, kinds))
+        if got is None:
+            got = _FIELDS_OF_KIND[cls, kinds] = tuple(f for f in _op_fields(cls) if f.metadata.get(_KIND) in kinds)
+        return got
 
     @property
     def operands(self) -> list[Value]:
@@ -164,6 +169,7 @@ class Op:
 
 
 _FIELDS_CACHE: dict[type, tuple] = {}
+_FIELDS_OF_KIND: dict[tuple, tuple] = {}
 
 
 def _op_fields(cls: type) -> tuple:
