@@ -1,21 +1,27 @@
-"""Launch overhead: microseconds a launch of an empty kernel with 4 arguments
-(2 tensors, 2 ints) costs tilec, Triton, and a torch op.
+"""Launch cost: microseconds a launch of an empty kernel with 6 arguments (4
+tensors, 2 ints) costs tilec, Triton, and a torch op, in one process.
 
-The same empty kernel (``benchmarks/kernels.py``) runs under both compilers,
-one program of 4 warps.  torch's stand-in is the cheapest op that launches a
-kernel: an in-place add of two one-element tensors (torch has no empty op
-that launches anything).  After a warm-up (compilation, module load), each
-provider is launched back to back ``--launches`` times, timed by the host's
-wall clock, over ``--trials`` trials (the median is reported):
+The same empty kernel runs under both compilers, one program of 4 warps; the
+ints are neither 1 nor multiples of 16, so neither compiler specializes them
+away.  torch's stand-in is the cheapest op that launches a kernel: an in-place
+add of two one-element tensors.  After a warm-up (compilation, module load),
+each provider is timed three ways, each the median of ``--trials`` trials:
 
-* ``issue``: no synchronization in the timed loop: the host's cost of a launch
-  (it can only be hidden by the GPU while the queue has room);
+* ``call``: the median host wall clock of single launches (``perf_counter_ns``
+  around each of ``--launches``), what one launch costs the caller;
+* ``issue``: ``--launches`` back-to-back launches without synchronizing, per
+  launch (the GPU's queue may fill and make the host wait on it);
 * ``sync``: the same loop with one ``torch.cuda.synchronize()`` at the end:
   what back-to-back launches cost until the GPU has run them all.
 
-    PYTHONPATH=. python benchmarks/launch_overhead.py [--launches 10000] [--trials 5] [--out PATH]
+tilec's launch is also taken apart (``tilec_parts``): the generated
+specializer alone, the loaded kernel's generated launcher alone (values
+already picked), a bare ``cuLaunchKernelEx`` through ctypes and a bare
+``cuLaunchKernel`` through cuda-python.
 
-Writes ``benchmarks/results/launch_overhead.json`` (or ``--out``).
+    PYTHONPATH=. python benchmarks/launch.py [--launches 2000] [--trials 15] [--out PATH]
+
+Writes ``benchmarks/results/launch.json`` (or ``--out``).
 """
 from __future__ import annotations
 
@@ -27,26 +33,50 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import tilec  # noqa: E402
+import tilec.language as tl  # noqa: E402,F401 (the kernel names `tl`, as kernels.for_triton requires)
 from benchmarks import common, kernels  # noqa: E402
 
-WARMUP_LAUNCHES = 200
-MODES = ("issue", "sync")
+WARMUP_LAUNCHES = 500
+MODES = ("call", "issue", "sync")
+TARGET_US = 4.0  # issue 7's bound on tilec's launch
+
+
+@tilec.jit
+def empty_kernel_6(a_ptr, b_ptr, c_ptr, d_ptr, n, m):
+    """Does nothing with four tensors and two ints: its launch is all there is to time."""
+    pass
 
 
 def options():
-    parser = common.base_parser("launch_overhead", __doc__)
-    parser.add_argument("--launches", type=int, default=10000, help="back-to-back launches a trial")
-    parser.add_argument("--trials", type=int, default=5, help="trials a mode (the median is reported)")
+    parser = common.base_parser("launch", __doc__)
+    parser.add_argument("--launches", type=int, default=2000, help="launches a trial")
+    parser.add_argument("--trials", type=int, default=15, help="trials a mode (the median is reported)")
     return parser.parse_args()
 
 
-def launchers(x, y) -> dict:
+def launch_empty(kernel, tensors) -> None:
+    kernel[(1,)](*tensors, 1003, 7)
+
+
+def launchers(tensors) -> dict:
     """Provider -> a function that launches once."""
-    runs = {language: functools.partial(kernels.launch_empty, kernels.kernel_for("empty", language), x, y)
-            for language in common.languages()}
-    a, b = x[:1], y[:1]
+    runs = {"tilec": functools.partial(launch_empty, empty_kernel_6, tensors)}
+    if "triton" in common.languages():
+        runs["triton"] = functools.partial(launch_empty, kernels.for_triton(empty_kernel_6), tensors)
+    a, b = tensors[0][:1], tensors[1][:1]
     runs["torch"] = lambda: a.add_(b)
     return runs
+
+
+def per_call_us(launch, launches: int) -> float:
+    """The median host wall clock of single calls, in µs."""
+    samples = []
+    for _ in range(launches):
+        t0 = time.perf_counter_ns()
+        launch()
+        samples.append(time.perf_counter_ns() - t0)
+    return statistics.median(samples) / 1000
 
 
 def per_launch_us(launch, launches: int, sync_at_end: bool) -> float:
@@ -62,24 +92,55 @@ def per_launch_us(launch, launches: int, sync_at_end: bool) -> float:
     return (time.perf_counter() - start) / launches * 1e6
 
 
-def measure(launch, launches: int, trials: int) -> dict:
+def measure(launch, launches: int, trials: int, modes=MODES) -> dict:
     """Warm up (and surface any launch error), then the median µs of each mode."""
     import torch
 
     for _ in range(WARMUP_LAUNCHES):
         launch()
     torch.cuda.synchronize()
-    return {mode: statistics.median(per_launch_us(launch, launches, mode == "sync") for _ in range(trials))
-            for mode in MODES}
+    timings = {}
+    for mode in modes:
+        runs = []
+        for _ in range(trials):
+            torch.cuda.synchronize()
+            runs.append(per_call_us(launch, launches) if mode == "call" else
+                        per_launch_us(launch, launches, mode == "sync"))
+        timings[mode] = statistics.median(runs)
+    torch.cuda.synchronize()
+    return timings
+
+
+def tilec_parts(tensors, launches: int, trials: int) -> dict:
+    """µs (``call`` mode) of the pieces of tilec's launch: the specializer, the
+    generated launcher, and the bare driver call two ways."""
+    from tilec.launch import cuda_driver as cd, libcuda
+
+    kernel = empty_kernel_6
+    args = (*tensors, 1003, 7)
+    keys, values, _ = kernel._specialize(*args)
+    (compiled,) = [c for c in kernel.cache.values() if c.runtime]
+    loaded = compiled.runtime[0]
+    frame, lib, drv = loaded.frame, libcuda.functions(), cd.driver()
+    stream = cd.driver().CUstream(0)
+    parts = {
+        "specialize": lambda: kernel._specialize(*args),
+        "generated launcher": lambda: loaded.launch((1, 1, 1), values, None),
+        "bare cuLaunchKernelEx (ctypes)": lambda: lib.launch_kernel_ex(
+            frame.config_address, loaded.kernel.address, frame.params_address, None),
+        "bare cuLaunchKernel (cuda-python)": lambda: drv.cuLaunchKernel(
+            loaded.kernel.handle, 1, 1, 1, loaded.block[0], 1, 1, 0, stream, frame.params_address, 0),
+    }
+    return {name: measure(part, launches, trials, ("call",))["call"] for name, part in parts.items()}
 
 
 def table(results: dict, failed: dict) -> str:
     """µs per launch by mode, and tilec's time over each other provider's (< 1: tilec is cheaper)."""
-    headers = ["provider", "issue us", "sync us", "tilec/this issue", "tilec/this sync"]
+    headers = ["provider", *(f"{mode} us" for mode in MODES), *(f"tilec/this {mode}" for mode in MODES)]
     rows = []
     for provider in [*results, *failed]:
         if provider in failed:
-            rows.append([provider, "FAIL", "FAIL", "-", "-"])
+            rows.append([provider, *["FAIL"] * len(MODES), *["-"] * len(MODES)])
             continue
         ratios = [common.ratio_text(results["tilec"][mode] / results[provider][mode] if "tilec" in results else None)
                   for mode in MODES]
@@ -91,19 +152,24 @@ def main() -> None:
     opts = options()
     torch = common.require_cuda()
     info = common.device_info()
-    x, y = torch.randn(1024, device=common.DEVICE), torch.randn(1024, device=common.DEVICE)
+    tensors = [torch.randn(1024, device=common.DEVICE) for _ in range(4)]
     results, failed = {}, {}
-    for provider, launch in launchers(x, y).items():
+    for provider, launch in launchers(tensors).items():
         measured = common.attempt(failed, provider, lambda: measure(launch, opts.launches, opts.trials))
         if measured is not None:
             results[provider] = measured
+    parts = common.attempt(failed, "tilec parts", lambda: tilec_parts(tensors, opts.launches, opts.trials)) \
+        if "tilec" in results else None
     common.write_json(opts.out, {
-        "benchmark": "launch overhead, empty kernel with 2 tensor and 2 int arguments", **info,
+        "benchmark": "launch cost, empty kernel with 4 tensor and 2 int arguments", **info,
         "launches": opts.launches, "trials": opts.trials, "warmup_launches": WARMUP_LAUNCHES,
-        "us_per_launch": results, "failed": failed})
-    print(f"launch overhead on {info['gpu']}: median of {opts.trials} trials of {opts.launches} launches, us a launch\n")
+        "target_us": TARGET_US, "us_per_launch": results, "tilec_parts_us": parts, "failed": failed})
+    print(f"launch cost on {info['gpu']}: median of {opts.trials} trials of {opts.launches} launches, us a launch\n")
     print(table(results, failed))
     print("tilec/this: tilec's time over this provider's (< 1: tilec launches faster)")
+    if parts:
+        print("\ntilec's launch taken apart (call mode, us): "
+              + ", ".join(f"{name} {us:.2f}" for name, us in parts.items()))
     print(f"\nwrote {opts.out}")
     for provider, why in failed.items():
         print(f"FAILED {provider}: {why}")
