@@ -298,7 +298,7 @@ class Autotuner(KernelWrapper):
             except CONFIG_ERRORS as e:  # registers over the limit show up when a GPU loads the kernel
                 self.skipped[config] = one_line(e)
             best = min(timings, key=timings.__getitem__) if timings else None
-            progress.show("benchmarked", i + 1, best, timings.get(best))
+            progress.show("benchmarked", i + 1, best, timings.get(best), total=len(configs))
         return timings
 
     def _bench(self, config: Config, args: Sequence, kwargs: dict, grid: Any, named: dict, saved: dict,
