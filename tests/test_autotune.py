@@ -111,6 +111,20 @@ def test_a_config_that_does_not_compile_is_skipped_with_its_reason(bench_calls):
     assert all("\n" not in r for r in reasons.values())
 
 
+def test_a_config_over_the_gpu_limits_at_load_time_is_skipped(bench_calls):
+    def too_many_registers(args):  # what a GPU launch raises when the driver reports the registers
+        raise tilec.OutOfResources("scale", "registers", 300 * 256, 65536, "300 registers x 256 threads", "fewer warps")
+
+    configs = [tilec.Config({"BLOCK": 64}, num_warps=8, pre_hook=too_many_registers), *CONFIGS[:2]]
+    kernel = tuned(configs)
+    x, out = data(100)
+    kernel[grid](x, out, 100)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert list(kernel.skipped.values()) == ["OutOfResources: kernel `scale` needs 300 registers x 256 threads, "
+                                             "over the limit of 65536; fewer warps"]
+    assert set(kernel.configs_timings) == set(CONFIGS[:2])
+
+
 def test_when_every_config_fails_the_error_lists_them():
     kernel = tuned([tilec.Config({"BLOCK": 256}), tilec.Config({"BLOCK": 512}, num_warps=6)])
     x, out = data(10)
