@@ -133,7 +133,7 @@ def test_a_parameter_may_be_called_type(fake_torch):
         pass
 
     keys, _, _ = make_specializer(inspect.signature(shadowing), frozenset())(FakeTensor(), 32)
-    assert keys[1] == ("i32", (("divisibility", 16),))
+    assert keys[1] == "i32 divisibility=16"
 
 
 # --- launches ---------------------------------------------------------------------

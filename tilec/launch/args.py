@@ -87,16 +87,21 @@ class KernelArg:
         return (self.type, self.attrs)
 
     @property
-    def dispatch_key(self) -> tuple:
-        """What a launch on the fast path is found by: ``key`` (the variant) with
-        the IR type by name (a str hashes in C, a dataclass in Python: this is
-        hashed every launch) and, for an array, where it lives (the kernel
-        loaded there)."""
+    def dispatch_key(self) -> Hashable:
+        """What a launch on the fast path is found by: ``key`` (the variant)
+        and, for an array, where it lives (the kernel loaded there).  A
+        constexpr's is its ``key``; any other's one str (``dispatch_text``): the
+        fast path's specs hand out strs made once, whose hash Python keeps, so
+        hashing a launch's keys costs no walk through nested tuples."""
         if self.is_constexpr:
             return self.key
-        if self.place is None:
-            return (str(self.type), self.attrs)
-        return (str(self.type), self.attrs, self.place, self.device)
+        return dispatch_text(str(self.type), self.attrs, self.place, self.device)
+
+
+def dispatch_text(type_name: str, attrs: tuple, place: Optional[str] = None, device: Optional[int] = None) -> str:
+    """A non-constexpr argument's dispatch key: ``"*fp32 divisibility=16 @cuda:0"``."""
+    text = " ".join([type_name, *(f"{name}={value}" for name, value in attrs)])
+    return text if place is None else f"{text} @{place}:{device}"
 
 
 def classify_arg(name: str, value: Any, constexpr: bool, kernel: str) -> KernelArg:
@@ -302,9 +307,9 @@ class NotFast(Exception):
 Spec = Callable[[Any], tuple[Hashable, Any]]
 
 
-def _scalar_keys(t: ScalarType) -> tuple[tuple, tuple]:
+def _scalar_keys(t: ScalarType) -> tuple[str, str]:
     """``t``'s dispatch keys without and with ``{divisibility: 16}``: index them with ``n % 16 == 0``."""
-    return (str(t), ()), (str(t), DIVISIBLE_16)
+    return dispatch_text(str(t), ()), dispatch_text(str(t), DIVISIBLE_16)
 
 
 _ONE_KEY = (None, int, 1)  # an int equal to 1 is a constexpr
@@ -340,17 +345,20 @@ def _numpy_scalar_spec(t: ScalarType) -> Spec:
     return lambda v: (keys[0], v)
 
 
-_POINTER_NAMES: dict[Any, str] = {}
+_ARRAY_KEYS: dict[tuple, tuple[str, str]] = {}
 
 
-def _pointer_name(dtype: Any) -> str:
-    """The name of the pointer type to ``dtype`` (a torch dtype or a typestr),
-    as dispatch keys hold it; an unsupported dtype raises TypeError, which
-    leaves the launch to the general path to word."""
-    name = _POINTER_NAMES.get(dtype)
-    if name is None:
-        name = _POINTER_NAMES[dtype] = str(_pointer_to(_elem_type_of(dtype, _dtype_name, "")))
-    return name
+def _array_keys(dtype: Any, device: int) -> tuple[str, str]:
+    """The dispatch keys of an array of ``dtype`` (a torch dtype or a typestr)
+    on CUDA device ``device``, unaligned and 16-byte aligned, made once; an
+    unsupported dtype raises TypeError, which leaves the launch to the general
+    path to word."""
+    keys = _ARRAY_KEYS.get((dtype, device))
+    if keys is None:
+        name = str(_pointer_to(_elem_type_of(dtype, _dtype_name, "")))
+        keys = _ARRAY_KEYS[dtype, device] = (dispatch_text(name, (), "cuda", device),
+                                             dispatch_text(name, DIVISIBLE_16, "cuda", device))
+    return keys
 
 
 def _torch_spec(t: Any) -> tuple[Hashable, Any]:
@@ -359,7 +367,7 @@ def _torch_spec(t: Any) -> tuple[Hashable, Any]:
     if not t.is_cuda:
         raise NotFast  # a CPU tensor runs on the host, through the general path
     address = t.data_ptr()
-    return (_pointer_name(t.dtype), _divisibility(address), "cuda", t.get_device()), address
+    return _array_keys(t.dtype, t.get_device())[address % 16 == 0], address
 
 
 def _cuda_array_spec(v: Any) -> tuple[Hashable, Any]:
@@ -373,7 +381,7 @@ def _cuda_array_spec(v: Any) -> tuple[Hashable, Any]:
     except AttributeError:
         raise NotFast from None
     address = iface["data"][0]
-    return (_pointer_name(iface["typestr"]), _divisibility(address), "cuda", int(device()[1])), address
+    return _array_keys(iface["typestr"], int(device()[1]))[address % 16 == 0], address
 
 
 def _not_fast(v: Any) -> tuple[Hashable, Any]:
