@@ -212,10 +212,13 @@ def test_tutorial_matmul_pipelined_computes_the_same(m, n, k, bm, bn, bk, num_st
 
 @tilec.jit
 def k_offset_matmul(a_ptr, b_ptr, c_ptr, M, N, K, k_start,
-                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, EVEN_K: tl.constexpr, OTHER: tl.constexpr):
+                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, EVEN_K: tl.constexpr, OTHER: tl.constexpr,
+                    COUNT_K: tl.constexpr = False):
     """``c = a[:, k_start:] @ b[k_start:, :]`` with pointers recomputed from
     the induction variable (no loop-carried pointers), a step of ``BK``, a
-    lower bound that is an argument, and no masks on K when ``EVEN_K``."""
+    lower bound that is an argument, and no masks on K when ``EVEN_K``.
+    ``COUNT_K`` (``BN == BK``) adds to column ``j`` the number of blocks
+    whose ``k + j`` is below K: the last stage uses stage 0's ``ks``."""
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -231,15 +234,20 @@ def k_offset_matmul(a_ptr, b_ptr, c_ptr, M, N, K, k_start,
             a = tl.load(a_ptrs, mask=ks[None, :] < K, other=OTHER)
             b = tl.load(b_ptrs, mask=ks[:, None] < K, other=OTHER)
         acc = tl.dot(a, b, acc)
+        if COUNT_K:
+            acc += tl.where(ks < K, 1.0, 0.0)[None, :]
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def k_offset_case(m, n, k, k_start, even_k, other, int64_k=False):
+def k_offset_case(m, n, k, k_start, even_k, other, int64_k=False, count_k=False):
     a, b, _ = operands(m, n, k, m + n + k)
     want = a[:, k_start:].astype(np.float32) @ b[k_start:].astype(np.float32)
+    if count_k:  # column j of a block: +1 for each iteration's k with k + j < K
+        counts = sum((start + np.arange(16) < k for start in range(k_start, k, 16)), np.zeros(16))
+        want += counts[np.arange(n) % 16]
     c = np.zeros((m, n), np.float32)
     args = dict(a_ptr=a, b_ptr=b, c_ptr=c, M=m, N=n, K=np.int64(k) if int64_k else k, k_start=k_start)
-    fn = tile_ir(k_offset_matmul, args, BM=32, BN=16, BK=16, EVEN_K=even_k, OTHER=other)
+    fn = tile_ir(k_offset_matmul, args, BM=32, BN=16, BK=16, EVEN_K=even_k, OTHER=other, COUNT_K=count_k)
     return fn, (math.ceil(m / 32), math.ceil(n / 16)), args, want
 
 
@@ -257,6 +265,14 @@ def test_loads_addressed_by_the_induction_variable_pipelined(m, n, k, k_start, n
 @pytest.mark.parametrize("k", (16, 32, 48, 80))
 def test_unmasked_loads_are_copied_under_the_iteration_mask_alone(num_stages, k):
     fn, grid, args, want = k_offset_case(33, 20, k, 0, True, 0.0)
+    check_pipelined(fn, num_stages, grid, args, "c_ptr", want)
+
+
+@settings(max_examples=10)
+@given(m=st.integers(1, 40), n=st.integers(1, 40), k=st.integers(0, 90), k_start=st.integers(0, 40),
+       num_stages=STAGES)
+def test_the_last_stage_computes_again_what_it_uses_of_stage_0(m, n, k, k_start, num_stages):
+    fn, grid, args, want = k_offset_case(m, n, k, k_start, False, 0.0, count_k=True)
     check_pipelined(fn, num_stages, grid, args, "c_ptr", want)
 
 

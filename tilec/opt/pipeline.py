@@ -45,7 +45,9 @@ analysis keeps the mask's constancy and the copy its 16-byte vectors.
   S - 1 iterations early), or reads a candidate's value;
 * a value of stage 0 (a result or a stage-0 loop-carried value; the
   induction variable and loop invariants are fine) is used by the last
-  stage: it belongs to another iteration there;
+  stage: it belongs to another iteration there.  Pure stage-0 ops computed
+  from the induction variable and invariants alone are exempt: the last
+  stage computes again those it uses (``k + offs_k`` for a mask, say);
 * a stage-0 loop-carried value is used after the loop (it ends S - 1
   iterations ahead).
 
@@ -135,11 +137,37 @@ def analyze_loop(loop: ir.For, users: dict[Value, list[Op]]) -> LoopStages:
             raise NotPipelinable("a load's `other` is not a constant 0")
     in_stage0, carried0 = _backward_slice(body, list(converts))
     stage0 = [op for op in body.ops if op in in_stage0]
-    replaced = {c for cs in converts.values() for c in cs}
-    last = [op for op in body.ops[:-1] if op not in in_stage0 and op not in replaced]
     _check_stage0(stage0, converts)
-    _check_last_stage(loop, last, in_stage0, carried0, users)
+    replaced = {c for cs in converts.values() for c in cs}
+    late = [op for op in body.ops[:-1] if op not in in_stage0 and op not in replaced]
+    again = _recomputed(loop, late, _of_iv_alone(body, stage0, converts, carried0), carried0)
+    _check_last_stage(loop, late, in_stage0 - again, carried0, users)
+    last = [op for op in body.ops[:-1] if op in again or op in late]
     return LoopStages(loop, step, list(converts), stage0, last, carried0, converts)
+
+
+def _of_iv_alone(body: Block, stage0: list[Op], loads: dict, carried0: set) -> set[Op]:
+    """The pure stage-0 ops computed from the induction variable and loop invariants alone."""
+    early = {body.args[k + 1] for k in carried0} | {r for op in stage0 for r in op.results}
+    out: set[Op] = set()
+    for op in stage0:
+        if op not in loads and all(v not in early or v.owner in out for v in op.operands):
+            out.add(op)
+    return out
+
+
+def _recomputed(loop: ir.For, late: list[Op], of_iv: set[Op], carried0: set) -> set[Op]:
+    """The ops of ``of_iv`` the last stage needs: it computes them again, for its own iteration."""
+    args = set(loop.body.args)
+    yielded = [v for k, v in enumerate(loop.body.terminator.values) if k not in carried0]
+    work = [v for op in late for v in op.operands] + yielded
+    out: set[Op] = set()
+    while work:
+        v = work.pop()
+        if v not in args and v.owner in of_iv and v.owner not in out:
+            out.add(v.owner)
+            work.extend(v.owner.operands)
+    return out
 
 
 def _is_candidate(op: Op, users: dict) -> bool:
