@@ -177,9 +177,9 @@ def test_slot_out_of_range_is_an_error_naming_the_op():
 # --------------------------------------------------------------------------- #
 
 BAD = {
-    "layout must be shared": f"%b = local_alloc {{shape = (3, 4, 8), elem = f32, layout = "
-                             f"blocked<[1, 1, 1], [1, 4, 8], [1, 1, 1], [2, 1, 0]>}} : tile<3x4x8xf32, "
-                             f"blocked<[1, 1, 1], [1, 4, 8], [1, 1, 1], [2, 1, 0]>>",
+    "layout must be shared": "%b = local_alloc {shape = (3, 4, 8), elem = f32, layout = "
+                             "blocked<[1, 1, 1], [1, 4, 8], [1, 1, 1], [2, 1, 0]>} : tile<3x4x8xf32, "
+                             "blocked<[1, 1, 1], [1, 4, 8], [1, 1, 1], [2, 1, 0]>>",
     "does not fit shape": f"%b = local_alloc {{shape = (4, 8), elem = f32, layout = {SHARED}}} : "
                           f"tile<4x8xf32, {SHARED}>",
     "slot must be a scalar i32": "%s = constant {value = 0, type = i64} : i64\n"

@@ -19,6 +19,7 @@ from tilec import ir
 from tilec.ir.interpret import interpret
 from tilec.ir.parser import parse_function
 from tilec.ir.printer import print_function
+from tilec.opt.axis_info import analyze_axes
 from tilec.opt.layouts import assign_layouts
 from tilec.opt.pipeline import NotPipelinable, analyze_loop, pipeline_loops
 
@@ -123,7 +124,8 @@ def test_one_stage_leaves_the_loop_alone():
 BODY_LOAD = "    %x = load %p, _, _ : tile<16x16xf16>\n"
 BAIL = {
     "the step is not a positive constant": ("%n, %one, [", "%n, %n, ["),
-    "the body holds region ops": (BODY_LOAD, BODY_LOAD + "    if %c {\n      yield []\n    } {\n      yield []\n    }\n"),
+    "the body holds region ops": (BODY_LOAD, BODY_LOAD + "    if %c {\n      yield []\n    } {\n"
+                                  "      yield []\n    }\n"),
     "`other` is not a constant 0": (BODY_LOAD, "    %o = constant {value = 1.0, type = tile<16x16xf16>} : "
                                     "tile<16x16xf16>\n    %x = load %p, _, %o : tile<16x16xf16>\n"),
     "no load feeds a dot operand": ("    yield [%d,", "    store %p, %x, _\n    yield [%d,"),
@@ -280,3 +282,21 @@ def test_a_nonzero_other_keeps_the_loop_as_it_is():
     fn, grid, args, want = k_offset_case(20, 20, 40, 0, False, 1.0)
     padding = 48 - 40  # the last block's masked-off k: 1.0 * 1.0 each
     check_pipelined(fn, 3, grid, args, "c_ptr", want + padding, pipelined=False)
+
+
+@pytest.mark.parametrize("num_stages", (2, 3))
+def test_copies_keep_the_axis_facts_of_the_loads_they_replace(num_stages):
+    """The codegen sizes cp.async vectors from the axis analysis: ``mask &
+    splat(valid)`` must stay as constant as the mask alone."""
+    m = n = k = 128
+    a, b, _ = operands(m, n, k, 0)
+    args = dict(a_ptr=a, b_ptr=b, c_ptr=np.zeros((m, n), np.float16), M=m, N=n, K=k, stride_am=k, stride_ak=1,
+                stride_bk=n, stride_bn=1, stride_cm=n, stride_cn=1)
+    fn = tile_ir(matmul_kernel, args, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=2,
+                 ACTIVATION="")
+    facts = analyze_axes(fn)
+    want = [(facts[op.mask], facts[op.ptr]) for op in ir.walk(fn.body) if isinstance(op, ir.Load) and op.mask]
+    piped = pipeline_loops(fn, num_stages)
+    facts = analyze_axes(piped)
+    got = [(facts[op.mask], facts[op.ptr]) for op in ir.walk(piped.body) if isinstance(op, ir.AsyncCopy)]
+    assert got == want * num_stages  # S-1 copies of each in the prologue, one in the loop
