@@ -300,3 +300,29 @@ def test_copies_keep_the_axis_facts_of_the_loads_they_replace(num_stages):
     facts = analyze_axes(piped)
     got = [(facts[op.mask], facts[op.ptr]) for op in ir.walk(piped.body) if isinstance(op, ir.AsyncCopy)]
     assert got == want * num_stages  # S-1 copies of each in the prologue, one in the loop
+
+
+@tilec.jit
+def two_tiles_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Each program computes two row blocks of ``c = a @ b`` one after the
+    other: the K loop, pipelined, sits in an outer loop that is not."""
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    for t in range(2):
+        rm = (tl.program_id(0) * 2 + t) * BM + tl.arange(0, BM)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            ks = k + rk
+            a = tl.load(a_ptr + (rm % M)[:, None] * K + ks[None, :], mask=ks[None, :] < K, other=0.0)
+            b = tl.load(b_ptr + ks[:, None] * N + (rn % N)[None, :], mask=ks[:, None] < K, other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@settings(max_examples=8)
+@given(m=st.integers(1, 80), n=st.integers(1, 40), k=st.integers(0, 70), num_stages=STAGES)
+def test_a_pipelined_loop_inside_an_outer_loop(m, n, k, num_stages):
+    a, b, want = operands(m, n, k, m * k + n)
+    args = dict(a_ptr=a, b_ptr=b, c_ptr=np.zeros((m, n), np.float32), M=m, N=n, K=k)
+    fn = tile_ir(two_tiles_matmul, args, BM=16, BN=16, BK=16)
+    check_pipelined(fn, num_stages, (math.ceil(m / 32), math.ceil(n / 16)), args, "c_ptr", want)
