@@ -1,5 +1,9 @@
 """Tutorial 03: blocked matrix multiplication with grouped program ordering
-(better L2 reuse on a GPU), masks on ragged M/N/K and a fused leaky_relu."""
+(better L2 reuse on a GPU), masks on ragged M/N/K and a fused leaky_relu.
+
+``launch_matmul`` runs the kernel (or its Triton twin) on numpy arrays or
+device tensors alike, so the host tests, the GPU tests and the benchmark
+launch the same configuration the same way."""
 import numpy as np
 
 import tilec
@@ -52,16 +56,38 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     tl.store(c_ptrs, c, mask=c_mask)
 
 
-def matmul(a, b, activation="", block_m=16, block_n=16, block_k=16, group_size_m=2):
-    """a (M x K) @ b (K x N) in float16, accumulated in float32."""
+def element_strides(x) -> tuple:
+    """Strides in elements of a numpy array (ml_dtypes' bf16 included) or a torch tensor."""
+    if isinstance(x, np.ndarray):
+        return tuple(s // x.itemsize for s in x.strides)
+    return tuple(x.stride())
+
+
+def launch_matmul(kernel, a, b, c, activation="", block_m=16, block_n=16, block_k=16, group_size_m=2,
+                  num_warps=4, num_stages=3):
+    """``c = activation(a @ b)`` with ``matmul_kernel`` or its Triton twin (``kernel``):
+    a (M x K) and b (K x N) of any strides, c (M x N) float16, all numpy
+    arrays on the host or all device tensors."""
     M, K = a.shape
-    _, N = b.shape
-    c = np.empty((M, N), np.float16)
+    N = b.shape[1]
     grid = lambda META: (tilec.cdiv(M, META["BLOCK_SIZE_M"]) * tilec.cdiv(N, META["BLOCK_SIZE_N"]),)  # noqa: E731
-    matmul_kernel[grid](a, b, c, M, N, K,
-                        a.strides[0] // a.itemsize, a.strides[1] // a.itemsize,
-                        b.strides[0] // b.itemsize, b.strides[1] // b.itemsize,
-                        c.strides[0] // c.itemsize, c.strides[1] // c.itemsize,
-                        BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k,
-                        GROUP_SIZE_M=group_size_m, ACTIVATION=activation)
+    kernel[grid](a, b, c, M, N, K, *element_strides(a), *element_strides(b), *element_strides(c),
+                 BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k,
+                 GROUP_SIZE_M=group_size_m, ACTIVATION=activation, num_warps=num_warps, num_stages=num_stages)
+
+
+def float16_like(a, shape):
+    """An uninitialized float16 array of ``shape`` from ``a``'s library, on ``a``'s device."""
+    if isinstance(a, np.ndarray):
+        return np.empty(shape, np.float16)
+    import torch
+
+    return torch.empty(shape, dtype=torch.float16, device=a.device)
+
+
+def matmul(a, b, activation="", **config):
+    """a (M x K) @ b (K x N) in float16 (a float32 accumulator), any strides;
+    ``config``: ``launch_matmul``'s block sizes, group size, warps and stages."""
+    c = float16_like(a, (a.shape[0], b.shape[1]))
+    launch_matmul(matmul_kernel, a, b, c, activation, **config)
     return c
