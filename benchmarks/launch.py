@@ -8,7 +8,8 @@ add of two one-element tensors.  After a warm-up (compilation, module load),
 each provider is timed three ways, each the median of ``--trials`` trials:
 
 * ``call``: the median host wall clock of single launches (``perf_counter_ns``
-  around each of ``--launches``), what one launch costs the caller;
+  around each of ``--launches``, synchronizing every ``BURST`` so the GPU's
+  queue never fills), what one launch costs the caller;
 * ``issue``: ``--launches`` back-to-back launches without synchronizing, per
   launch (the GPU's queue may fill and make the host wait on it);
 * ``sync``: the same loop with one ``torch.cuda.synchronize()`` at the end:
@@ -38,6 +39,7 @@ import tilec.language as tl  # noqa: E402,F401 (the kernel names `tl`, as kernel
 from benchmarks import common, kernels  # noqa: E402
 
 WARMUP_LAUNCHES = 500
+BURST = 100  # launches between synchronizations in ``call`` mode
 MODES = ("call", "issue", "sync")
 TARGET_US = 4.0  # issue 7's bound on tilec's launch
 
@@ -70,12 +72,18 @@ def launchers(tensors) -> dict:
 
 
 def per_call_us(launch, launches: int) -> float:
-    """The median host wall clock of single calls, in µs."""
+    """The median host wall clock of single calls, in µs, in bursts of
+    ``BURST`` launches after a synchronize: the GPU's queue never fills, so
+    the host's cost is timed, not how fast the GPU runs empty kernels."""
+    import torch
+
     samples = []
-    for _ in range(launches):
-        t0 = time.perf_counter_ns()
-        launch()
-        samples.append(time.perf_counter_ns() - t0)
+    for _ in range(max(launches // BURST, 1)):
+        torch.cuda.synchronize()
+        for _ in range(BURST):
+            t0 = time.perf_counter_ns()
+            launch()
+            samples.append(time.perf_counter_ns() - t0)
     return statistics.median(samples) / 1000
 
 
@@ -111,6 +119,15 @@ def measure(launch, launches: int, trials: int, modes=MODES) -> dict:
     return timings
 
 
+def count_general_launches() -> list:
+    """A list that grows by one for every tilec launch that takes the general path."""
+    from tilec.launch.jit import JITFunction
+
+    counted, general = [], JITFunction._run_general
+    JITFunction._run_general = lambda self, *args: counted.append(1) or general(self, *args)
+    return counted
+
+
 def tilec_parts(tensors, launches: int, trials: int) -> dict:
     """µs (``call`` mode) of the pieces of tilec's launch: the specializer, the
     generated launcher, and the bare driver call two ways."""
@@ -124,7 +141,9 @@ def tilec_parts(tensors, launches: int, trials: int) -> dict:
     frame, lib, drv = loaded.frame, libcuda.functions(), cd.driver()
     stream = cd.driver().CUstream(0)
     parts = {
+        "whole launch": lambda: kernel[(1,)](*args),
         "specialize": lambda: kernel._specialize(*args),
+        "specialize + lookup": lambda: kernel._launches.get((kernel._specialize(*args)[0], 4, 3)),
         "generated launcher": lambda: loaded.launch((1, 1, 1), values, None),
         "bare cuLaunchKernelEx (ctypes)": lambda: lib.launch_kernel_ex(
             frame.config_address, loaded.kernel.address, frame.params_address, None),
@@ -154,6 +173,7 @@ def main() -> None:
     info = common.device_info()
     tensors = [torch.randn(1024, device=common.DEVICE) for _ in range(4)]
     results, failed = {}, {}
+    general = count_general_launches()
     for provider, launch in launchers(tensors).items():
         measured = common.attempt(failed, provider, lambda: measure(launch, opts.launches, opts.trials))
         if measured is not None:
@@ -163,13 +183,15 @@ def main() -> None:
     common.write_json(opts.out, {
         "benchmark": "launch cost, empty kernel with 4 tensor and 2 int arguments", **info,
         "launches": opts.launches, "trials": opts.trials, "warmup_launches": WARMUP_LAUNCHES,
-        "target_us": TARGET_US, "us_per_launch": results, "tilec_parts_us": parts, "failed": failed})
+        "target_us": TARGET_US, "us_per_launch": results, "tilec_parts_us": parts,
+        "tilec_general_path_launches": len(general), "failed": failed})
     print(f"launch cost on {info['gpu']}: median of {opts.trials} trials of {opts.launches} launches, us a launch\n")
     print(table(results, failed))
     print("tilec/this: tilec's time over this provider's (< 1: tilec launches faster)")
     if parts:
         print("\ntilec's launch taken apart (call mode, us): "
               + ", ".join(f"{name} {us:.2f}" for name, us in parts.items()))
+    print(f"tilec launches that took the general path: {len(general)} (the first only, when the fast path works)")
     print(f"\nwrote {opts.out}")
     for provider, why in failed.items():
         print(f"FAILED {provider}: {why}")

@@ -366,8 +366,11 @@ def _torch_spec(t: Any) -> tuple[Hashable, Any]:
     without ``t.device`` (which builds an object on every call)."""
     if not t.is_cuda:
         raise NotFast  # a CPU tensor runs on the host, through the general path
-    address = t.data_ptr()
-    return _array_keys(t.dtype, t.get_device())[address % 16 == 0], address
+    address, dtype, device = t.data_ptr(), t.dtype, t.get_device()
+    keys = _ARRAY_KEYS.get((dtype, device))  # _array_keys's lookup without its call: often four tensors a launch
+    if keys is None:
+        keys = _array_keys(dtype, device)
+    return keys[address % 16 == 0], address
 
 
 def _cuda_array_spec(v: Any) -> tuple[Hashable, Any]:
