@@ -367,3 +367,24 @@ def test_soundness_checker_catches_a_wrong_claim():
         _check_sound("x", np.arange(1, 9), A([8], [2], [1]))
     with np.testing.assert_raises(AssertionError):
         _check_sound("x", np.array([0, 0, 1, 1]), A([1], [1], [4]))
+
+
+WRAPPED = """\
+func @wrap(%n: i32{n_attr}) {{
+  %pid = program_id {{axis = 0}} : i32
+  %block = constant {{value = 128, type = i32}} : i32
+  %base = mul %pid, %block : i32
+  %base_t = splat %base {{shape = (128,)}} : tile<128xi32>
+  %range = arange {{start = 0, end = 128}} : tile<128xi32>
+  %offs = add %base_t, %range : tile<128xi32>
+  %n_t = splat %n {{shape = (128,)}} : tile<128xi32>
+  %wrapped = rem %offs, %n_t : tile<128xi32>
+}}
+"""
+
+
+def test_rem_by_an_argument_keeps_runs_its_divisibility_allows():
+    """``(pid*128 + arange) % N`` (the matmul tutorial's wrap-around rows):
+    no multiple of N falls inside an aligned run of N's power-of-two divisor."""
+    assert infos(WRAPPED.format(n_attr=" {divisibility = 16}"))["wrapped"] == A([16], [16], [1])
+    assert infos(WRAPPED.format(n_attr=""))["wrapped"] == A([1], [1], [1])

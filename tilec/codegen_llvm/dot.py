@@ -1,4 +1,4 @@
-"""``dot`` on the FMA units (tensor cores are the next step).
+"""``dot`` on the FMA units, for what the tensor cores (``mma.py``) do not take.
 
 Both operands go to shared memory row-major; then a loop over ``k`` loads,
 for each accumulator register at ``(batch, m, n)``, ``a[batch, m, k]`` and
@@ -10,17 +10,21 @@ cores) do.
 """
 from __future__ import annotations
 
-from llvmlite import ir as llir
 
 from .. import ir
 from ..ir.types import ScalarType, bf16, elem_type, f16, f32
+from ..ir.layouts import Mma
 from .kernel import I32, Ctx, coordinates, element_address, linear_index, lowers
+from .mma import lower_mma_dot, round_tf32
 from .scalar_base import llvm_type, memory_type, resize_int
 from .shuffle import stage_in_smem
 
 
 @lowers(ir.Dot)
 def _dot(ctx: Ctx, op: ir.Dot) -> None:
+    if isinstance(op.result.type.layout, Mma):
+        lower_mma_dot(ctx, op)
+        return
     a_t, b_t, c_t = op.a.type, op.b.type, op.result.type
     in_elem, out_elem = elem_type(a_t), elem_type(c_t)
     acc_elem = f32 if out_elem in (f16, bf16) else out_elem  # as the interpreter: one final rounding
@@ -69,7 +73,7 @@ def _smem_load(ctx: Ctx, base, index, size: int, elem: ScalarType):
 def _operand(ctx: Ctx, x, src: ScalarType, dst: ScalarType, op: ir.Dot):
     """An input element as the accumulation multiplies it."""
     if src.name == "f32" and op.input_precision in ("tf32", "tf32x3"):
-        x = _round_tf32(ctx, x)
+        x = round_tf32(ctx, x)
     return _widen(ctx, x, src, dst)
 
 
@@ -77,16 +81,6 @@ def _widen(ctx: Ctx, x, src: ScalarType, dst: ScalarType):
     if src.is_float:
         return ctx.b.fpext(x, llvm_type(dst)) if src.bits < dst.bits else x
     return resize_int(ctx.scalar, x, src, dst.bits)
-
-
-def _round_tf32(ctx: Ctx, x):
-    """f32 ``x`` rounded to 10 mantissa bits, nearest even (NaN and inf kept)."""
-    b = ctx.b
-    bits = b.bitcast(x, I32)
-    lsb = b.and_(b.lshr(bits, I32(13)), I32(1))
-    rounded = b.and_(b.add(bits, b.add(I32(0xFFF), lsb)), I32(~0x1FFF))
-    finite = b.icmp_unsigned("!=", b.and_(bits, I32(0x7F800000)), I32(0x7F800000))
-    return b.bitcast(b.select(finite, rounded, bits), llir.FloatType())
 
 
 def _multiply_add(ctx: Ctx, x, y, acc, t: ScalarType):

@@ -8,9 +8,10 @@ value that every thread holds.  Each op class has a lowering rule in
 ``control``, ``debug``.  A rule reads its operands' lists from ``ctx`` and
 binds its results' lists.
 
-Shared memory is one dynamic buffer (``@tilec_smem``); an op that needs
-scratch space uses it from offset 0 between two barriers, and
-``LLVMKernel.shared_bytes`` is the most any op needed.
+Shared memory is one dynamic buffer (``@tilec_smem``).  Buffers the IR
+allocates (``local_alloc``) sit where ``tilec.opt.shared_memory`` planned
+them; an op that needs scratch space uses it between two barriers, above the
+buffers live at that op.  ``LLVMKernel.shared_bytes`` is the high-water mark.
 """
 from __future__ import annotations
 
@@ -22,10 +23,13 @@ from llvmlite import ir as llir
 
 from ..errors import CompilationError
 from ..ir.core import Block, Function, Op, Value
-from ..ir.layouts import Layout, kept_dims, num_registers, register_offsets, root_blocked, root_shape
+from ..ir.layouts import (
+    DotOperand, Layout, Mma, is_shared, kept_dims, num_registers, register_offsets, root_blocked, root_shape,
+)
 from ..ir.interp_ops import registrar
 from ..ir.types import ScalarType, TileType
 from ..opt.axis_info import analyze_axes
+from ..opt.shared_memory import plan_shared
 from ..targets.base import Target
 from ..targets.nvptx import launch_bounds_attrs
 from .scalar_base import ScalarContext, call, declare, llvm_type
@@ -63,6 +67,8 @@ class Ctx:
         self.env: dict[Value, list] = {}
         self.axes = analyze_axes(fn)
         self.shared_bytes = 0
+        self.plan = plan_shared(fn)
+        self.scratch_start = 0  # where the op being lowered may put scratch data
         tid = self.sreg("tid.x")
         self.tid = tid
         self.lane = builder.and_(tid, I32(target.warp_size - 1), name="lane")
@@ -91,8 +97,15 @@ class Ctx:
 
     # --- shared memory ------------------------------------------------------------
     def smem(self, nbytes: int) -> llir.Value:
-        """The scratch buffer (at least ``nbytes``), as a shared-memory pointer."""
-        self.shared_bytes = max(self.shared_bytes, nbytes)
+        """The current op's scratch space (``nbytes``), as a shared-memory pointer."""
+        return self.shared_at(self.scratch_start, nbytes)
+
+    def shared_at(self, offset: int, nbytes: int) -> llir.Value:
+        """A pointer ``offset`` bytes into shared memory, where ``nbytes`` are used."""
+        self.shared_bytes = max(self.shared_bytes, offset + nbytes)
+        return byte_offset(self.b, self._smem_global(), offset) if offset else self._smem_global()
+
+    def _smem_global(self) -> llir.Value:
         g = self.module.globals.get("tilec_smem")
         if g is None:
             g = llir.GlobalVariable(self.module, llir.ArrayType(llir.IntType(8), 0), "tilec_smem", addrspace=3)
@@ -114,13 +127,16 @@ class Ctx:
         if rule is None:
             raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
                                    f"the NVIDIA backend cannot compile `{op.NAME}` yet", self.fn.name)
+        self.scratch_start = self.plan.live_top(op)
         rule(self, op)
 
 
 def registers_of(v: Value) -> int:
     """How many LLVM values hold ``v`` in each thread."""
     t = v.type
-    return num_registers(t.layout, t.shape) if isinstance(t, TileType) else 1
+    if not isinstance(t, TileType) or is_shared(t.layout):
+        return 1  # a scalar, or a shared-memory tile's base pointer
+    return num_registers(t.layout, t.shape)
 
 
 def param_type(t) -> llir.Type:
@@ -132,7 +148,7 @@ def param_type(t) -> llir.Type:
 
 def lower(fn: Function, target: Target, num_warps: int) -> LLVMKernel:
     """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``."""
-    from . import control, debug, dot, elementwise, memory, reduce, shuffle  # noqa: F401  (register rules)
+    from . import async_copy, control, debug, dot, elementwise, memory, mma, reduce, shuffle  # noqa: F401  (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout
@@ -184,6 +200,9 @@ def _dim_ids(ctx: Ctx, layout: Layout, shape: tuple):
 
 def thread_bases(ctx: Ctx, layout: Layout, shape: tuple) -> list[llir.Value]:
     """Per dim of the tile, the thread's first coordinate (``layouts`` docstring)."""
+    if isinstance(layout, (Mma, DotOperand)):
+        from .mma import mma_thread_bases
+        return mma_thread_bases(ctx, layout, shape)
     plans, ids = _dim_ids(ctx, layout, shape)
     b, out = ctx.b, []
     for d in kept_dims(layout):
@@ -210,6 +229,9 @@ def owner_predicate(ctx: Ctx, layout: Layout, shape: tuple):
     """An i1 that is true in exactly one thread holding each element (replicated
     layouts give several threads the same element), or None when no element
     is replicated."""
+    if isinstance(layout, (Mma, DotOperand)):
+        from .mma import mma_owner_predicate
+        return mma_owner_predicate(ctx, layout, shape)
     plans, ids = _dim_ids(ctx, layout, shape)
     b, conds = ctx.b, []
     for d, (lane_d, warp_d) in ids.items():

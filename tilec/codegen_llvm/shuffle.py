@@ -17,7 +17,9 @@ from llvmlite import ir as llir
 from .. import ir
 from ..ir.types import TileType, elem_type, shape_of
 from .kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers
+from ..ir.layouts import DotOperand
 from .memory import _from_memory, _to_memory
+from .mma import convert_to_operand
 from .scalar_base import memory_type
 
 IndexFn = Callable[[tuple], llir.Value]
@@ -110,6 +112,9 @@ def _convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
     src, dst = op.src.type, op.result.type
     if src.layout == dst.layout:
         ctx.bind(op.results, [ctx[op.src]])
+        return
+    if isinstance(dst.layout, DotOperand):
+        ctx.bind(op.results, [convert_to_operand(ctx, ctx[op.src], src, dst)])
         return
     index = row_major(ctx, src.shape)
     ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, index)], [(dst, index)]))

@@ -49,12 +49,17 @@ class Build:
 
 
 def assign_gpu_layouts(fn: Function, build: Build) -> Function:
-    """Tile IR with a layout on every tile, chosen for coalesced global accesses."""
+    """Tile IR with a layout on every tile (coalesced global accesses, tensor
+    cores for dots), its dot-feeding loop loads software-pipelined over
+    ``num_stages`` shared-memory slots."""
     from ..opt.layouts import assign_layouts
+    from ..opt.pipeline import pipeline_loops
 
     with_layouts = assign_layouts(fn, build.options.num_warps, build.target.warp_size)
     check_ir(with_layouts)
-    return with_layouts
+    pipelined = pipeline_loops(with_layouts, build.options.num_stages)
+    check_ir(pipelined)
+    return pipelined
 
 
 def lower_to_llvm(fn: Function, build: Build) -> str:

@@ -387,24 +387,34 @@ def _div(a: _Analysis, op: ir.Div):
 
 @rule(ir.Rem)
 def _rem(a: _Analysis, op: ir.Rem):
+    """``x % y`` for ``x >= 0`` keeps ``x``'s aligned runs that no multiple of
+    ``y`` cuts: runs of ``m`` starting at multiples of ``m``, where a power
+    of two ``p >= m`` divides ``y`` (``y`` a constant, or constant along the
+    dim with known divisibility, as a splat of a ``N % 16 == 0`` argument).
+
+    With a constant ``y`` the analysis must prove ``x >= 0``.  With a runtime
+    ``y`` it assumes it, as Triton does: that is the wrap-around index idiom
+    (``(pid_n * BN + arange(BN)) % N``), whose ``pid_n`` comes through
+    divisions no sign analysis sees through, and a negative index there
+    would address memory before the tensor (docs/internals.md)."""
     if not _int_like(op.lhs):
         return _elementwise_const(a, op)
-    x = a.get(op.lhs)
-    p = _pow2_divisor(a, op.rhs)
-    const = [min(s, t) for s, t in zip(x.constancy, a.get(op.rhs).constancy)]
-    if p is None:
-        return _make(op.result, [1] * x.rank, [1] * x.rank, const)
+    x, y = a.get(op.lhs), a.get(op.rhs)
+    const = [min(s, t) for s, t in zip(x.constancy, y.constancy)]
+    exact = _pow2_divisor(a, op.rhs)
     nonneg = a.is_nonneg(op.lhs)
     if nonneg:
         a.nonneg.add(op.result)
+    nonneg = nonneg or exact is None
     cont, div = [], []
     for d in range(x.rank):
+        p = exact or (_div_at(y, d, 1) if y.constancy[d] >= _dims(op.rhs)[d] else 1)
         m = min(x.contiguity[d], p)
         c = m if nonneg and _div_at(x, d, m) >= m else 1
         cont.append(c)
-        # x = k*v gives x rem p = x - q*p: a multiple of min(v, p); 0 when p | v.
+        # x = k*v gives x rem y = x - q*y: a multiple of min(v, p); 0 when y = p and p | v.
         v = _div_at(x, d, c)
-        div.append(MAX_DIVISIBILITY if v >= p else v)
+        div.append(MAX_DIVISIBILITY if exact and v >= p else min(v, p))
     return _make(op.result, cont, div, const)
 
 

@@ -30,8 +30,8 @@ from typing import Callable, Optional
 from .. import ir
 from ..errors import CompilationError
 from ..ir.core import Block, Function, Op, Value, clone_op
-from ..ir.layouts import Blocked, Layout, Slice, blocked_layout
-from ..ir.types import TileType, elem_type, shape_of
+from ..ir.layouts import Blocked, DotOperand, Layout, Mma, Slice, blocked_layout, mma_layout
+from ..ir.types import TileType, bf16, elem_type, f16, f32, i8, i32, shape_of
 from .axis_info import analyze_axes, vector_width
 
 # The widest access one thread makes, in bytes (ld.global.v4.b32).
@@ -129,7 +129,14 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
              prefs: _PreferredLayouts) -> list[tuple[Value, Optional[Layout]]]:
     """(operand, the layout ``op`` would like it in) pairs."""
     if isinstance(op, ir.ExpandDims):
-        return [(op.src, Slice(want_of(op.result), op.axis))] if isinstance(op.src.type, TileType) else []
+        if not isinstance(op.src.type, TileType):
+            return []
+        return [(op.src, Slice(_blocked_or(want_of(op.result), prefs, op.result), op.axis))]
+    if isinstance(op, ir.Dot):
+        mma = tensor_core_layouts(op, prefs.num_warps)
+        return list(zip((op.a, op.b, op.acc), mma)) if mma else []
+    if isinstance(op, ir.Broadcast):
+        return [(op.src, _blocked_or(want_of(op.result), prefs, op.result))]
     if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
         return [(v, prefs[op.ptr.type.shape]) for v in op.operands]
     if _is_elementwise(op) and isinstance(op.results[0].type, TileType):
@@ -139,6 +146,40 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
     if isinstance(op, ir.For):
         return [(v, want_of(a)) for v, a in zip(op.inits, op.body.args[1:])]
     return []
+
+
+def _blocked_or(layout: Optional[Layout], prefs: _PreferredLayouts, v: Value) -> Layout:
+    """``layout`` if it is blocked (or a slice of one), else ``v``'s shape's
+    preferred layout: broadcasts, ``expand_dims`` and reductions move
+    elements along dims, which the codegen does for blocked layouts only."""
+    return layout if is_blocked_family(layout) else prefs[v.type.shape]
+
+
+def is_blocked_family(layout: Optional[Layout]) -> bool:
+    """True for a blocked layout or a slice of one."""
+    while isinstance(layout, Slice):
+        layout = layout.parent
+    return isinstance(layout, Blocked)
+
+
+def tensor_core_layouts(op: ir.Dot, num_warps: int) -> Optional[tuple[DotOperand, DotOperand, Mma]]:
+    """The ``(a, b, acc)`` layouts of ``op`` on the tensor cores (``mma.sync``),
+    or None when it runs on the FMA units: batched dots, tiles smaller than
+    one instruction, and element types without an instruction (f64, f32 with
+    ``input_precision`` other than ``"tf32"``)."""
+    a_elem, c_elem = elem_type(op.a.type), elem_type(op.acc.type)
+    kwidth = _MMA_KWIDTH.get((a_elem, c_elem))
+    if kwidth is None or (a_elem == f32 and op.input_precision != "tf32") or len(op.a.type.shape) != 2:
+        return None
+    (m, k), n = op.a.type.shape, op.b.type.shape[1]
+    if m < 16 or n < 8 or k < 8 * kwidth:
+        return None
+    mma = mma_layout((m, n), num_warps)
+    return DotOperand(0, kwidth, mma), DotOperand(1, kwidth, mma), mma
+
+
+# (operand, accumulator) element types -> k elements per 32-bit operand register
+_MMA_KWIDTH = {(f16, f32): 2, (bf16, f32): 2, (f16, f16): 2, (f32, f32): 1, (i8, i32): 4}
 
 
 def _is_elementwise(op: Op) -> bool:
@@ -230,7 +271,20 @@ def _same_layout(a: _Assigner, op: Op) -> None:
     else:
         result = op.results[0]
         layout = a.wants.get(result) or _first_layout(a, tiles) or a.prefs[result.type.shape]
+        if _narrows_in_place(a, op):
+            layout = _first_layout(a, tiles)
+        if isinstance(op, ir.Broadcast):
+            layout = _blocked_or(layout, a.prefs, result)
     a.emit(op, _map_operands(a, op, lambda v: layout), [layout] * len(op.results))
+
+
+def _narrows_in_place(a: _Assigner, op: Op) -> bool:
+    """A cast to a narrower type of a tensor-core result (``acc.to(f16)``)
+    stays in its layout, so the conversion after it moves half the bytes."""
+    if not isinstance(op, ir.Cast) or not isinstance(op.src.type, TileType):
+        return False
+    src = a.vmap[op.src].type
+    return isinstance(src.layout, Mma) and elem_type(op.result.type).bits < elem_type(src).bits
 
 
 def _first_layout(a: _Assigner, tiles: list[Value]) -> Optional[Layout]:
@@ -252,13 +306,13 @@ def _expand_dims(a: _Assigner, op: ir.ExpandDims) -> None:
     if isinstance(have, Slice) and have.dim == op.axis and a.wants.get(op.result, have.parent) == have.parent:
         layout = have.parent
     else:
-        layout = a.layout_for(op.result)
+        layout = _blocked_or(a.layout_for(op.result), a.prefs, op.result)
     a.emit(op, {"src": a.get(op.src, Slice(layout, op.axis))}, [layout])
 
 
 def _reduce(a: _Assigner, op: ir.Reduce) -> None:
     srcs = [a.vmap[v] for v in op.srcs]
-    layout = srcs[0].type.layout
+    layout = _blocked_or(srcs[0].type.layout, a.prefs, srcs[0])
     rank = len(srcs[0].type.shape)
     out = Slice(layout, op.axis) if op.axis is not None and rank > 1 else None
     a.emit(op, {"srcs": [a.get(v, layout) for v in op.srcs]}, [out] * len(op.results),
@@ -283,7 +337,15 @@ def scan_layout(shape: tuple, axis: int, num_warps: int, warp_size: int) -> Bloc
 
 
 def _dot(a: _Assigner, op: ir.Dot) -> None:
-    layout = a.layout_for(op.result)
+    """On the tensor cores: operands in their ``DotOperand`` layouts, the
+    result in the ``Mma`` one.  On the FMA units (the codegen stages both
+    operands in shared memory): operands as they are."""
+    mma = tensor_core_layouts(op, a.prefs.num_warps)
+    if mma:
+        a_layout, b_layout, layout = mma
+        a.emit(op, {"a": a.get(op.a, a_layout), "b": a.get(op.b, b_layout), "acc": a.get(op.acc, layout)}, [layout])
+        return
+    layout = _blocked_or(a.layout_for(op.result), a.prefs, op.result)
     a.emit(op, {"a": a.get(op.a), "b": a.get(op.b), "acc": a.get(op.acc, layout)}, [layout])
 
 

@@ -1,0 +1,102 @@
+"""Shared-memory buffers and the copies that fill them: ``local_alloc``,
+``async_copy`` (``cp.async``), ``async_commit``/``async_wait`` and
+``local_load`` (what the pipeliner, ``tilec.opt.pipeline``, builds).
+
+A buffer is one register: its base pointer, at the offset the shared-memory
+plan gave it.  Its matrices are swizzled (``Shared``; ``mma.swizzled_offset``).
+
+``async_copy`` moves each thread's vectors of its pointer tile (the widths
+``memory.access_width`` proves: contiguous, aligned, mask constant) with one
+``cp.async`` each: 16 bytes bypass L1 (``.cg``), 4 or 8 go through it
+(``.ca``), and a masked-off vector reads nothing and writes zeros (source
+size 0).  Narrower vectors, or an ``other`` that is not zero, are copied by
+ordinary loads and stores, finished when the op is: a later
+``async_wait`` + barrier orders them like the asynchronous ones.
+"""
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir as llir
+
+from .. import ir
+from .elementwise import constant
+from .kernel import I32, I64, Ctx, byte_offset, coordinates, lowers
+from .memory import _guarded, access_width
+from .mma import load_shared_tile, matrix_bytes, swizzled_offset
+from .scalar_base import llvm_type
+
+CP_ASYNC_BYTES = (4, 8, 16)
+
+
+@lowers(ir.LocalAlloc)
+def _local_alloc(ctx: Ctx, op: ir.LocalAlloc) -> None:
+    t = op.result.type
+    nbytes = math.prod(t.shape) * t.elem.bytes
+    ctx.bind(op.results, [[ctx.shared_at(ctx.plan.offsets[op], nbytes)]])
+
+
+def slot_base(ctx: Ctx, buf: ir.Value, slot: ir.Value) -> llir.Value:
+    """The start of matrix ``slot`` of buffer ``buf``."""
+    t = buf.type
+    step = matrix_bytes(t.shape, t.elem)
+    return byte_offset(ctx.b, ctx[buf][0], ctx.b.mul(ctx[slot][0], I32(step)))
+
+
+@lowers(ir.LocalLoad)
+def _local_load(ctx: Ctx, op: ir.LocalLoad) -> None:
+    buf = op.buf.type
+    base = slot_base(ctx, op.buf, op.slot)
+    ctx.bind(op.results, [load_shared_tile(ctx, base, buf.layout, buf.shape, buf.elem, op.result.type)])
+
+
+@lowers(ir.AsyncCopy)
+def _async_copy(ctx: Ctx, op: ir.AsyncCopy) -> None:
+    b, buf, t = ctx.b, op.buf.type, op.ptr.type
+    elem = buf.elem
+    base = slot_base(ctx, op.buf, op.slot)
+    ptrs, coords = ctx[op.ptr], coordinates(ctx, op.ptr)
+    masks = ctx[op.mask] if op.mask is not None else None
+    width = access_width(ctx, op)
+    asynchronous = width * elem.bytes in CP_ASYNC_BYTES and _zero_other(op)
+    for start in range(0, len(ptrs), width if asynchronous else 1):
+        dst = byte_offset(b, base, swizzled_offset(ctx, buf.layout, buf.shape, coords[start], elem.bytes))
+        mask = masks[start] if masks is not None else None
+        if asynchronous:
+            _cp_async(ctx, dst, ptrs[start], width * elem.bytes, mask)
+        else:
+            other = ctx[op.other][start] if op.other is not None else constant(elem, 0)
+            value = _guarded(ctx, mask, lambda p=ptrs[start]: b.load(p, typ=llvm_type(elem), align=elem.bytes), other)
+            b.store(value, dst, align=elem.bytes)
+
+
+def _zero_other(op: ir.AsyncCopy) -> bool:
+    """True when masked-off elements become 0 (what ``cp.async`` writes)."""
+    other = op.other
+    if other is None:
+        return True
+    owner = other.owner
+    return isinstance(owner, ir.Constant) and owner.value == 0 and str(owner.value) != "-0.0"
+
+
+def _cp_async(ctx: Ctx, dst, src, nbytes: int, mask) -> None:
+    b = ctx.b
+    size = I32(nbytes) if mask is None else b.select(mask, I32(nbytes), I32(0))
+    level = "cg" if nbytes == 16 else "ca"
+    fn = llir.InlineAsm(llir.FunctionType(llir.VoidType(), [I64, I64, I32]),
+                        f"cp.async.{level}.shared.global [$0], [$1], {nbytes}, $2;", "l,l,r", side_effect=True)
+    b.call(fn, [b.ptrtoint(dst, I64), b.ptrtoint(src, I64), size])
+
+
+@lowers(ir.AsyncCommit)
+def _async_commit(ctx: Ctx, op: ir.AsyncCommit) -> None:
+    _asm(ctx, "cp.async.commit_group;")
+
+
+@lowers(ir.AsyncWait)
+def _async_wait(ctx: Ctx, op: ir.AsyncWait) -> None:
+    _asm(ctx, f"cp.async.wait_group {op.pending};")
+
+
+def _asm(ctx: Ctx, text: str) -> None:
+    ctx.b.call(llir.InlineAsm(llir.FunctionType(llir.VoidType(), []), text, "~{memory}", side_effect=True), [])

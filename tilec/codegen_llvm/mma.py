@@ -1,0 +1,341 @@
+"""The tensor cores: ``dot`` on ``mma.sync``, and operands read from shared
+memory with ``ldmatrix``.
+
+Layouts (``tilec.ir.layouts``): the accumulator is ``Mma``, the operands are
+``DotOperand``; both put a thread's elements where the instruction wants its
+registers, so a ``dot`` is only a loop of instructions over the register
+lists.  An operand reaches its layout from a swizzled shared-memory matrix
+(``load_operand``): one ``ldmatrix.x4`` per 16x16 bytes-block pair when the
+matrix is stored along ``k`` (or, for 16-bit elements, ``ldmatrix.trans``
+along the other dim), element by element otherwise.  ``convert_layout`` from
+a register layout to a ``DotOperand`` goes through scratch shared memory the
+same way.
+
+Instructions are inline PTX (``INSTRUCTIONS`` maps the element types to
+one), as are ``ldmatrix`` and, in ``async_copy.py``, ``cp.async``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir as llir
+
+from .. import ir
+from ..ir.layouts import DotOperand, Mma, Shared, mma_grid, swizzled_layout
+from ..ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
+from .kernel import I32, I64, Ctx, all_of, byte_offset, layout_coordinates
+from .scalar_base import llvm_type, memory_type
+
+
+# --------------------------------------------------------------------------- #
+# Where a thread's registers sit
+# --------------------------------------------------------------------------- #
+
+def _warp_ids(ctx: Ctx, mma: Mma) -> tuple:
+    """The warp's ``(m, n)`` place on the layout's warp grid (i32 values)."""
+    b, (wm, wn) = ctx.b, mma.wpc
+    return b.and_(ctx.warp, I32(wm - 1)), b.and_(b.lshr(ctx.warp, I32(_log2(wm))), I32(wn - 1))
+
+
+def mma_thread_bases(ctx: Ctx, layout, shape: tuple) -> list:
+    """``thread_bases`` of the tensor-core layouts (lane ``4g + t``)."""
+    _check_fits(layout, shape)
+    b = ctx.b
+    mma = layout if isinstance(layout, Mma) else layout.parent
+    wid_m, wid_n = _warp_ids(ctx, mma)
+    g, t = b.lshr(ctx.lane, I32(2)), b.and_(ctx.lane, I32(3))
+    row = b.add(b.mul(wid_m, I32(16)), g)
+    col = b.add(b.mul(wid_n, I32(8)), g)
+    if isinstance(layout, Mma):
+        bases = [row, b.add(b.mul(wid_n, I32(8)), b.shl(t, I32(1)))]
+    else:
+        k = b.mul(t, I32(layout.kwidth))
+        bases = [row, k] if layout.idx == 0 else [k, col]
+    return [b.and_(x, I32(n - 1)) for x, n in zip(bases, shape)]
+
+
+def mma_owner_predicate(ctx: Ctx, layout, shape: tuple):
+    """``owner_predicate`` of the tensor-core layouts: warps past the grid,
+    warps past the tile, and (for an operand) warps along the other
+    operand's dim hold copies."""
+    b = ctx.b
+    mma = layout if isinstance(layout, Mma) else layout.parent
+    (wm, wn), conds = mma.wpc, []
+    wid_m, wid_n = _warp_ids(ctx, mma)
+    if wm * wn < ctx.num_warps:
+        conds.append(b.icmp_unsigned("<", ctx.warp, I32(wm * wn)))
+    m_rows = shape[0] if not isinstance(layout, DotOperand) or layout.idx == 0 else None
+    n_cols = shape[1] if not isinstance(layout, DotOperand) or layout.idx == 1 else None
+    for wid, warps, extent, tile in ((wid_m, wm, m_rows, 16), (wid_n, wn, n_cols, 8)):
+        distinct = 1 if extent is None else max(1, min(warps, extent // tile))
+        if distinct < warps:
+            conds.append(b.icmp_unsigned("<", wid, I32(distinct)))
+    return all_of(b, conds)
+
+
+def _check_fits(layout, shape: tuple) -> None:
+    """The tile holds at least one instruction's worth along each dim."""
+    if isinstance(layout, Mma):
+        need = (16, 8)
+    elif layout.idx == 0:
+        need = (16, layout.k_step)
+    else:
+        need = (layout.k_step, 8)
+    if shape[0] < need[0] or shape[1] < need[1]:
+        raise AssertionError(f"a {shape} tile is smaller than one instruction of {layout}")
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+# --------------------------------------------------------------------------- #
+# dot on mma.sync
+# --------------------------------------------------------------------------- #
+
+@dataclass(frozen=True)
+class Instruction:
+    """One ``mma.sync`` shape and type: its PTX, and how the accumulator
+    travels (``acc_words`` 32-bit registers, constraint ``acc_reg``)."""
+
+    ptx: str
+    acc_words: int
+    acc_reg: str
+
+
+INSTRUCTIONS = {
+    (f16, f32): Instruction("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 4, "f"),
+    (bf16, f32): Instruction("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 4, "f"),
+    (f16, f16): Instruction("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 2, "r"),
+    (f32, f32): Instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 4, "f"),
+    (i8, i32): Instruction("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 4, "r"),
+}
+
+
+def lower_mma_dot(ctx: Ctx, op: ir.Dot) -> None:
+    """``acc + a @ b`` as ``mma.sync`` instructions over the register lists."""
+    a_t, b_t, c_t = op.a.type, op.b.type, op.result.type
+    in_elem, acc_elem = elem_type(a_t), elem_type(c_t)
+    inst = INSTRUCTIONS[(in_elem, acc_elem)]
+    reps_m, k_steps = mma_grid(a_t.layout, a_t.shape)
+    reps_n, _ = mma_grid(b_t.layout, b_t.shape)
+    a_words = _pack_words(ctx, ctx[op.a], in_elem, a_t.layout.kwidth)
+    b_words = _pack_words(ctx, ctx[op.b], in_elem, b_t.layout.kwidth)
+    acc = list(ctx[op.acc])
+    fn = _mma_asm(inst)
+    for ks in range(k_steps):
+        for rm in range(reps_m):
+            a = a_words[(rm * k_steps + ks) * 4:][:4]
+            for rn in range(reps_n):
+                b = b_words[(rn * k_steps + ks) * 2:][:2]
+                at = (rm * reps_n + rn) * 4
+                acc[at:at + 4] = _issue(ctx, fn, inst, a, b, acc[at:at + 4], acc_elem)
+    ctx.bind(op.results, [acc])
+
+
+def _mma_asm(inst: Instruction) -> llir.InlineAsm:
+    n = inst.acc_words
+    outs = ", ".join(f"${i}" for i in range(n))
+    a = ", ".join(f"${n + i}" for i in range(4))
+    b = ", ".join(f"${n + 4 + i}" for i in range(2))
+    c = ", ".join(f"${n + 6 + i}" for i in range(n))
+    text = f"{inst.ptx} {{{outs}}}, {{{a}}}, {{{b}}}, {{{c}}};"
+    reg = llir.FloatType() if inst.acc_reg == "f" else I32
+    constraints = ",".join([f"={inst.acc_reg}"] * n + ["r"] * 6 + [str(i) for i in range(n)])
+    ftype = llir.FunctionType(llir.LiteralStructType([reg] * n), [I32] * 6 + [reg] * n)
+    return llir.InlineAsm(ftype, text, constraints, side_effect=False)
+
+
+def _issue(ctx: Ctx, fn, inst: Instruction, a: list, b: list, acc: list, acc_elem: ScalarType) -> list:
+    """One instruction: four accumulator elements in, four out."""
+    bld = ctx.b
+    if inst.acc_words == 2:  # f16 accumulator: element pairs in one register
+        acc_in = [_to_word(ctx, acc[i:i + 2], acc_elem) for i in (0, 2)]
+    else:
+        acc_in = acc
+    out = bld.call(fn, a + b + acc_in)
+    words = [bld.extract_value(out, i) for i in range(inst.acc_words)]
+    if inst.acc_words == 2:
+        return [x for w in words for x in _from_word(ctx, w, acc_elem, 2)]
+    return words
+
+
+def _pack_words(ctx: Ctx, regs: list, elem: ScalarType, kwidth: int) -> list:
+    """Operand registers as the instruction's 32-bit words (``kwidth`` each);
+    f32 operands rounded to tf32 first, as the interpreter does."""
+    if elem == f32:
+        regs = [round_tf32(ctx, x) for x in regs]
+    return [_to_word(ctx, regs[i:i + kwidth], elem) for i in range(0, len(regs), kwidth)]
+
+
+def _to_word(ctx: Ctx, values: list, elem: ScalarType):
+    b = ctx.b
+    if len(values) == 1:
+        return b.bitcast(values[0], I32)
+    vec = llir.Constant(llir.VectorType(llvm_type(elem), len(values)), None)
+    for i, v in enumerate(values):
+        vec = b.insert_element(vec, v, I32(i))
+    return b.bitcast(vec, I32)
+
+
+def _from_word(ctx: Ctx, word, elem: ScalarType, n: int) -> list:
+    b = ctx.b
+    if n == 1:
+        return [b.bitcast(word, llvm_type(elem))]
+    vec = b.bitcast(word, llir.VectorType(llvm_type(elem), n))
+    return [b.extract_element(vec, I32(i)) for i in range(n)]
+
+
+def round_tf32(ctx: Ctx, x):
+    """f32 ``x`` rounded to 10 mantissa bits, nearest even (NaN and inf kept)."""
+    b = ctx.b
+    bits = b.bitcast(x, I32)
+    lsb = b.and_(b.lshr(bits, I32(13)), I32(1))
+    rounded = b.and_(b.add(bits, b.add(I32(0xFFF), lsb)), I32(~0x1FFF))
+    finite = b.icmp_unsigned("!=", b.and_(bits, I32(0x7F800000)), I32(0x7F800000))
+    return b.bitcast(b.select(finite, rounded, bits), llir.FloatType())
+
+
+# --------------------------------------------------------------------------- #
+# Swizzled shared-memory matrices
+# --------------------------------------------------------------------------- #
+
+def swizzled_offset(ctx: Ctx, layout: Shared, shape: tuple, coords: tuple, elem_bytes: int):
+    """Byte offset (i32) of the element at ``coords`` of the matrix (the last
+    two dims of a ``Shared`` tile of ``shape``; ``coords`` are i32 values)."""
+    b = ctx.b
+    fast = layout.order[0]
+    slow = next(d for d in layout.order if d != fast and d >= len(shape) - 2)
+    row, col = coords[slow - (len(shape) - 2)], coords[fast - (len(shape) - 2)]
+    width = shape[fast]
+    vec = layout.vec
+    chunk = b.lshr(col, I32(_log2(vec)))
+    within = b.and_(col, I32(vec - 1))
+    if layout.max_phase > 1:
+        phase = b.and_(b.lshr(row, I32(_log2(layout.per_phase))), I32(layout.max_phase - 1))
+        chunk = b.xor(chunk, phase)
+    index = b.add(b.add(b.mul(row, I32(width)), b.shl(chunk, I32(_log2(vec)))), within)
+    return b.mul(index, I32(elem_bytes))
+
+
+def matrix_bytes(shape: tuple, elem: ScalarType) -> int:
+    """Bytes of one matrix (the last two dims) of a shared tile."""
+    return shape[-1] * shape[-2] * elem.bytes
+
+
+def load_shared_tile(ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarType, dst: TileType) -> list:
+    """The registers of ``dst`` (a register layout) read from the matrix at
+    ``base``: ``ldmatrix`` for a ``DotOperand`` that allows it, else one
+    ``ld.shared`` per element."""
+    if isinstance(dst.layout, DotOperand) and _ldmatrix_fits(dst.layout, layout, elem):
+        return _ldmatrix_operand(ctx, base, layout, shape, elem, dst)
+    b, out = ctx.b, []
+    mem = memory_type(elem)
+    for coords in layout_coordinates(ctx, dst.layout, dst.shape):
+        offset = swizzled_offset(ctx, layout, shape, coords, elem.bytes)
+        out.append(b.load(byte_offset(b, base, offset), typ=mem, align=elem.bytes))
+    return out
+
+
+def store_shared_tile(ctx: Ctx, regs: list, src: TileType, base, layout: Shared, shape: tuple) -> None:
+    """Write the registers of ``src`` into the matrix at ``base`` (one store each)."""
+    b, elem = ctx.b, elem_type(src)
+    for v, coords in zip(regs, layout_coordinates(ctx, src.layout, src.shape)):
+        offset = swizzled_offset(ctx, layout, shape, coords, elem.bytes)
+        b.store(v, byte_offset(b, base, offset), align=elem.bytes)
+
+
+def _ldmatrix_fits(op_layout: DotOperand, layout: Shared, elem: ScalarType) -> bool:
+    """``ldmatrix`` moves 8 rows of 16 bytes and hands each lane 4 bytes of
+    one row: the matrix must be stored along ``k`` with ``kwidth`` elements
+    making 4 bytes, or (``.trans``) along the other dim with 16-bit elements."""
+    if elem.bits * op_layout.kwidth != 32 or layout.vec * elem.bytes != 16:
+        return False
+    k_dim = 1 - op_layout.idx
+    return layout.order[0] - (layout.rank - 2) == k_dim or elem.bits == 16
+
+
+def _ldmatrix_operand(ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarType, dst: TileType) -> list:
+    """``dst``'s registers by ``ldmatrix``.  Lane ``8j + r`` points at row
+    ``r`` of matrix ``j``; each call reads four 8x(16-byte) matrices:
+    for ``a``, rows 0-7 / 8-15 by ``k`` halves (the order of its four words);
+    for ``b``, ``k`` halves of two instruction columns (``.x2``: of one)."""
+    op_layout: DotOperand = dst.layout
+    b = ctx.b
+    is_a = op_layout.idx == 0
+    trans = layout.order[0] - (layout.rank - 2) == op_layout.idx  # stored along the outer dim
+    (wm, wn), half = op_layout.parent.wpc, 4 * op_layout.kwidth
+    wid_m, wid_n = _warp_ids(ctx, op_layout.parent)
+    j, r = b.lshr(ctx.lane, I32(3)), b.and_(ctx.lane, I32(7))
+    j_lo, j_hi = b.and_(j, I32(1)), b.and_(b.lshr(j, I32(1)), I32(1))
+    reps, k_steps = mma_grid(op_layout, dst.shape)
+    outer_size = dst.shape[0] if is_a else dst.shape[1]
+    if is_a:
+        outer_warp, rep_stride, per_call = b.mul(wid_m, I32(16)), 16 * wm, 1
+        outer_off, k_off = b.mul(j_lo, I32(8)), b.mul(j_hi, I32(half))
+    else:
+        outer_warp, rep_stride = b.mul(wid_n, I32(8)), 8 * wn
+        per_call = 2 if reps % 2 == 0 else 1
+        outer_off = b.mul(j_hi, I32(rep_stride)) if per_call == 2 else I32(0)
+        k_off = b.mul(j_lo, I32(half))
+    lane_outer = b.add(outer_warp, outer_off)
+    words_per_rep = 4 if is_a else 2
+    words = {}
+    count = 4 if is_a or per_call == 2 else 2
+    fn = _ldmatrix_asm(count, trans)
+    for rep in range(0, reps, per_call):
+        for ks in range(k_steps):
+            outer = b.add(lane_outer, I32(rep * rep_stride))
+            k = b.add(k_off, I32(ks * op_layout.k_step))
+            if trans:
+                k = b.add(k, r)
+            else:
+                outer = b.add(outer, r)
+            outer = b.and_(outer, I32(outer_size - 1))
+            coords = (outer, k) if is_a else (k, outer)
+            address = byte_offset(b, base, swizzled_offset(ctx, layout, shape, coords, elem.bytes))
+            got = b.call(fn, [b.ptrtoint(address, I64)])
+            regs = [b.extract_value(got, i) for i in range(count)]
+            for i, w in enumerate(regs):
+                words[(rep + i // words_per_rep, ks, i % words_per_rep)] = w
+    out = []
+    for rep in range(reps):
+        for ks in range(k_steps):
+            for w in range(words_per_rep):
+                out.extend(_from_word(ctx, words[(rep, ks, w)], elem, op_layout.kwidth))
+    return out
+
+
+def _ldmatrix_asm(count: int, trans: bool) -> llir.InlineAsm:
+    outs = ", ".join(f"${i}" for i in range(count))
+    text = f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 {{{outs}}}, [${count}];"
+    ftype = llir.FunctionType(llir.LiteralStructType([I32] * count), [I64])
+    return llir.InlineAsm(ftype, text, ",".join(["=r"] * count + ["l"]), side_effect=True)
+
+
+# --------------------------------------------------------------------------- #
+# Register layouts -> operand layouts through scratch shared memory
+# --------------------------------------------------------------------------- #
+
+def convert_to_operand(ctx: Ctx, regs: list, src: TileType, dst: TileType) -> list:
+    """``src``'s registers in ``dst``'s ``DotOperand`` layout: written to a
+    swizzled scratch matrix stored along ``src``'s fastest dim, then read
+    back (``ldmatrix`` where it fits)."""
+    elem = elem_type(src)
+    order = _fastest_first(src)
+    layout = swizzled_layout(src.shape, order, elem.bytes)
+    base = ctx.smem(matrix_bytes(src.shape, elem))
+    ctx.barrier()
+    store_shared_tile(ctx, regs, src, base, layout, src.shape)
+    ctx.barrier()
+    return load_shared_tile(ctx, base, layout, src.shape, elem, dst)
+
+
+def _fastest_first(t: TileType) -> tuple:
+    """Dims of a register tile, the one its threads hold consecutive elements of first."""
+    from ..opt.layouts import is_blocked_family
+    from ..ir.layouts import root_blocked
+
+    if is_blocked_family(t.layout) and len(root_blocked(t.layout).order) == len(t.shape):
+        return root_blocked(t.layout).order
+    return tuple(reversed(range(len(t.shape))))
