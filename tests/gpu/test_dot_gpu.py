@@ -1,0 +1,74 @@
+"""The matmul tutorial kernel on a GPU through torch tensors, at sizes and
+tiles the host interpreter cannot afford: 512^3 and ragged 1000 x 777 x 333,
+fp16 and bf16 inputs, with and without the fused leaky_relu, tiles of 64 to
+256 by 32 or 64, 4 or 8 warps, 1 to 4 stages.
+
+Each output starts as NaN (an element left unwritten fails) and is checked
+element by element against a float64 reference within the precision's bound
+(``dot_tolerance``, as the host tests), then against ``torch.matmul`` (cuBLAS)
+by ||out - ref|| / ||ref||.  A tile that does not fit the device's shared
+memory or registers is skipped with tilec's reason."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import tilec
+from helpers import assert_close
+from kernels.matmul import launch_matmul, matmul_kernel
+from test_language_dot import dot_tolerance, leaky_relu_reference, matmul_config
+
+pytestmark = pytest.mark.gpu
+
+# (block_m, block_n, block_k, group_size_m, num_warps, num_stages)
+CONFIGS = [(64, 64, 32, 8, 4, 1), (128, 128, 32, 8, 4, 2), (128, 128, 64, 8, 4, 3), (128, 256, 64, 8, 8, 3),
+           (256, 128, 64, 8, 8, 4), (64, 256, 32, 4, 4, 4), (256, 64, 64, 8, 8, 2)]
+SIZES = [(512, 512, 512), (1000, 777, 333)]
+DTYPES = ["float16", "bfloat16"]
+# ||out - torch.matmul|| / ||torch.matmul||: both round to 16 bits; cuBLAS's
+# bf16 output keeps 8 mantissa bits where the tutorial stores fp16.
+TORCH_TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2}
+
+
+def cases():
+    """Every configuration at both sizes in both dtypes; the activation alternates,
+    so each configuration runs with and without it."""
+    for i, config in enumerate(CONFIGS):
+        for j, size in enumerate(SIZES):
+            for d, dtype in enumerate(DTYPES):
+                activation = "leaky_relu" if (i + j + d) % 2 else ""
+                name = f"{'x'.join(map(str, size))}-{dtype}-{activation or 'none'}-{'_'.join(map(str, config))}"
+                yield pytest.param(size, dtype, activation, config, id=name)
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    torch.zeros(1, device="cuda")  # torch sets up the primary context we share
+    return torch
+
+
+@pytest.mark.parametrize("size,dtype,activation,config", list(cases()))
+def test_tutorial_matmul_on_the_gpu(torch, request, size, dtype, activation, config):
+    M, N, K = size
+    torch.manual_seed(zlib.crc32(request.node.callspec.id.encode()))  # fresh inputs in every case
+    a = torch.randn((M, K), device="cuda").to(getattr(torch, dtype))
+    b = torch.randn((K, N), device="cuda").to(getattr(torch, dtype))
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    try:
+        launch_matmul(matmul_kernel, a, b, c, activation, **matmul_config(config))
+    except tilec.OutOfResources as e:
+        pytest.skip(f"does not fit this GPU: {e}")
+    torch.cuda.synchronize()
+
+    a64, b64 = a.double(), b.double()  # float64 products on the GPU, the checks in numpy
+    want, magnitude = (a64 @ b64).cpu().numpy(), (a64.abs() @ b64.abs()).cpu().numpy()
+    cublas = torch.matmul(a, b).double().cpu().numpy()
+    if activation:
+        want, cublas = leaky_relu_reference(want), leaky_relu_reference(cublas)
+    got = c.cpu().numpy()
+    assert_close(got, want, "float16", **dot_tolerance(dtype, None, "float16", magnitude, K + 1))
+    error = np.linalg.norm(got - cublas) / np.linalg.norm(cublas)
+    assert error <= TORCH_TOLERANCE[dtype], f"||tilec - torch.matmul|| / ||torch.matmul|| = {error:.3g}"
