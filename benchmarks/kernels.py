@@ -54,7 +54,8 @@ def tilec_kernel(name: str) -> tilec.JITFunction:
         return empty_kernel
     tutorial, attr = {"vector_add": ("vector_add", "add_kernel"),
                       "softmax": ("softmax", "softmax_kernel"),
-                      "layer_norm": ("layer_norm", "_layer_norm_fwd_fused")}[name]
+                      "layer_norm": ("layer_norm", "_layer_norm_fwd_fused"),
+                      "matmul": ("matmul", "matmul_kernel")}[name]
     return getattr(load_tutorial(tutorial), attr)
 
 
@@ -68,13 +69,16 @@ def kernel_for(name: str, language: str):
     return kernel if language == "tilec" else for_triton(kernel)
 
 
+@functools.lru_cache(maxsize=None)
 def for_triton(kernel: tilec.JITFunction):
     """The Python function behind tilec ``kernel``, jitted by Triton instead.
 
     A copy of the function gets a copy of its globals in which ``tl`` is
-    ``triton.language``, and Triton's ``constexpr`` in its annotations.  The
-    code object is shared, so Triton reads the same source lines (it drops
-    the ``@tilec.jit`` decorator as it drops its own).
+    ``triton.language`` and every tilec function it calls (the matmul
+    tutorial's ``leaky_relu``) is that function's Triton twin, and Triton's
+    ``constexpr`` in its annotations.  The code object is shared, so Triton
+    reads the same source lines (it drops the ``@tilec.jit`` decorator as it
+    drops its own).  Twins are cached, so a helper is jitted once.
     """
     import triton
     import triton.language as ttl
@@ -82,7 +86,9 @@ def for_triton(kernel: tilec.JITFunction):
     fn = kernel.fn
     if fn.__globals__.get("tl") is not tl:
         raise ValueError(f"kernel `{fn.__name__}` must name tilec's language `tl` to be retargeted")
-    scope = dict(fn.__globals__, tl=ttl)
+    helpers = {name: for_triton(value) for name in fn.__code__.co_names
+               if isinstance(value := fn.__globals__.get(name), tilec.JITFunction) and value is not kernel}
+    scope = dict(fn.__globals__, tl=ttl, **helpers)
     clone = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     clone.__qualname__, clone.__doc__ = fn.__qualname__, fn.__doc__
     clone.__annotations__ = {name: ttl.constexpr if ann is tl.constexpr else ann

@@ -1,0 +1,275 @@
+"""Matrix multiplication, fp16 or bf16 in, fp32 accumulate, fp16 out: tilec vs Triton vs cuBLAS, in TFLOP/s.
+
+Both compilers run the same kernel (tests/kernels/matmul.py, Triton's
+tutorial 03: grouped program ordering, masks on ragged M/N/K,
+``acc = tl.dot(a, b, acc)`` in a K loop) under each configuration of
+``CONFIGS`` (BM, BN, BK, GROUP_M, num_warps, num_stages) and keep their
+fastest per shape; the table says which won for tilec.  A configuration
+whose first launch raises (out of shared memory, say) is skipped with a
+one-line reason.  torch runs ``torch.matmul`` (cuBLAS, its own tuning).
+TFLOP/s counts 2 M N K.  Shapes: square 512 ... 8192 and (M, N, K) =
+(8192, 8192, 1024), (4096, 4096, 8192), (16384, 1024, 4096).
+Target: tilec >= 0.60x cuBLAS at 4096^3 fp16 (mma.sync; Hopper's wgmma is a later issue).
+
+    PYTHONPATH=. python benchmarks/matmul.py [--quick] [--shapes 4096 8192x8192x1024]
+        [--dtypes float16] [--configs 128,128,64,8,4,3] [--out PATH]
+
+``--quick``: 4096^3 fp16 with the first two configurations only.  Writes
+``benchmarks/results/matmul.json`` (or ``--out``) and a PNG beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import sys
+import zlib
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import common, kernels  # noqa: E402
+
+
+class Config(NamedTuple):
+    """One launch configuration of the tutorial kernel."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_size_m: int
+    num_warps: int
+    num_stages: int
+
+    def __str__(self) -> str:
+        return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_size_m} "
+                f"w{self.num_warps} s{self.num_stages}")
+
+
+CONFIGS = [Config(128, 128, 32, 8, 4, 3), Config(128, 128, 64, 8, 4, 3), Config(128, 256, 64, 8, 8, 3),
+           Config(256, 128, 64, 8, 8, 3), Config(64, 128, 64, 8, 4, 4), Config(128, 64, 64, 8, 4, 4),
+           Config(128, 128, 64, 8, 8, 4)]
+SHAPES = [(n, n, n) for n in (512, 1024, 2048, 4096, 8192)] + [(8192, 8192, 1024), (4096, 4096, 8192),
+                                                               (16384, 1024, 4096)]
+DTYPES = ["float16", "bfloat16"]
+QUICK = {"shapes": [(4096, 4096, 4096)], "dtypes": ["float16"], "configs": CONFIGS[:2]}
+# ||out - ref|| / ||ref|| against float64: fp16 outputs round at 2^-11 (a
+# norm-wise error near 3e-4); cuBLAS's bf16 outputs at 2^-8 (near 1.5e-3).
+TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2}
+TARGET = {"shape": (4096, 4096, 4096), "dtype": "float16", "ratio": 0.60,
+          "text": "tilec/cuBLAS >= 0.60 at 4096^3 fp16"}
+CUBLAS = "torch"  # the provider name common.py gives torch's runs
+
+
+# --- command line -------------------------------------------------------------------
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """``4096`` (square) or ``MxNxK`` (``8192x8192x1024``; each part as ``common.parse_size``)."""
+    parts = [common.parse_size(part) for part in text.lower().split("x")]
+    if len(parts) == 1:
+        return parts[0], parts[0], parts[0]
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"not a shape: {text!r} (write 4096 or MxNxK, e.g. 8192x8192x1024)")
+    return tuple(parts)
+
+
+def parse_config(text: str) -> Config:
+    """``BM,BN,BK,GROUP_M,num_warps,num_stages``, e.g. ``128,128,64,8,4,3``."""
+    try:
+        return Config(*(int(part) for part in text.split(",")))
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"not a configuration: {text!r} (write BM,BN,BK,GROUP_M,warps,stages)")
+
+
+def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    parser = common.base_parser("matmul", __doc__)
+    parser.add_argument("--quick", action="store_true",
+                        help="4096^3 fp16 with the first two configurations (a fast device run)")
+    parser.add_argument("--shapes", type=parse_shape, nargs="+", help="shapes: 4096 or MxNxK (default: all)")
+    parser.add_argument("--dtypes", choices=DTYPES, nargs="+", help="input dtypes (default: both)")
+    parser.add_argument("--configs", type=parse_config, nargs="+",
+                        help="configurations BM,BN,BK,GROUP_M,warps,stages (default: all)")
+    parser.add_argument("--warmup", type=float, default=25, help="warm-up budget per measurement, ms")
+    parser.add_argument("--rep", type=float, default=100, help="timed budget per measurement, ms")
+    opts = parser.parse_args(argv)
+    defaults = QUICK if opts.quick else {"shapes": SHAPES, "dtypes": DTYPES, "configs": CONFIGS}
+    for name, value in defaults.items():
+        if getattr(opts, name) is None:
+            setattr(opts, name, value)
+    return opts
+
+
+# --- one shape ----------------------------------------------------------------------
+def run_name(language: str, config: Config) -> str:
+    return f"{language} {config}"
+
+
+def matmul_with(kernel, a, b, c, config: Config) -> dict:
+    kernels.load_tutorial("matmul").launch_matmul(kernel, a, b, c, "", **config._asdict())
+    return {"c": c}
+
+
+def first_launch_error(run) -> Optional[str]:
+    """None when ``run`` launches (compiling its kernel), else why not, in one line.
+    A wrong result is not judged here: the checks that follow do that."""
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 - any compiler's refusal of a configuration
+        lines = str(e).strip().splitlines() or [""]
+        return f"{type(e).__name__}: {lines[0]}"
+    return None
+
+
+def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str]) -> common.Case:
+    """Normal inputs of ``shape``; one run per compiler and configuration that
+    launches (the others go to ``skipped``) and torch's; a float64 reference."""
+    import torch
+
+    M, N, K = shape
+    a = torch.randn(M, K, device=common.DEVICE).to(getattr(torch, dtype))
+    b = torch.randn(K, N, device=common.DEVICE).to(getattr(torch, dtype))
+    runs, poison = {}, {}
+    for language in common.languages():
+        c = torch.empty(M, N, device=common.DEVICE, dtype=torch.float16)  # runs are checked one at a time
+        for config in configs:
+            name, run = run_name(language, config), functools.partial(
+                matmul_with, kernels.kernel_for("matmul", language), a, b, c, config)
+            why = first_launch_error(run)
+            if why is None:
+                runs[name], poison[name] = run, [c]
+            else:
+                skipped.append(f"{name} at {shape_text(shape)} {dtype}: {why}")
+                print(f"  skipped {skipped[-1]}", flush=True)
+    out = torch.empty(M, N, device=common.DEVICE, dtype=a.dtype)
+    runs[CUBLAS], poison[CUBLAS] = (lambda: {"c": torch.matmul(a, b, out=out)}), [out]
+    return common.Case(size=M * N * K, nbytes=2 * (M * K + K * N + M * N), runs=runs,
+                       refs={"c": a.double() @ b.double()}, tol=TOLERANCE[dtype], poison=poison)
+
+
+def best_runs(measured: dict, languages: list[str]) -> dict:
+    """Per provider, its fastest run: ``{provider: (ms, config text or None)}``."""
+    best = {}
+    for provider in languages + [CUBLAS]:
+        times = {name: ms for name, ms in measured.items() if name == provider or name.startswith(provider + " ")}
+        if times:
+            name = min(times, key=times.get)
+            best[provider] = (times[name], name[len(provider) + 1:] or None)
+    return best
+
+
+def tflops(shape: tuple, ms: float) -> float:
+    M, N, K = shape
+    return 2 * M * N * K / ms / 1e9
+
+
+def summarize(shape: tuple, dtype: str, measured: dict) -> dict:
+    """One row of the report from ``common.measure_case``'s row for this shape."""
+    best = best_runs(measured["ms"], common.languages())
+    rates = {provider: tflops(shape, ms) for provider, (ms, _) in best.items()}
+    row = {"shape": list(shape), "dtype": dtype, "tflops": rates,
+           "ms": {provider: ms for provider, (ms, _) in best.items()},
+           "best_config": {provider: config for provider, (_, config) in best.items() if config},
+           "runs_ms": measured["ms"], "error": measured["error"], "failed": dict(measured["failed"])}
+    for language in common.languages():  # a compiler none of whose configurations ran has failed
+        if language not in best and not any(name.startswith(language + " ") for name in row["failed"]):
+            row["failed"][language] = "no configuration launched (see skipped)"
+    tilec = rates.get("tilec")
+    row["tilec/cublas"] = tilec / rates[CUBLAS] if tilec and rates.get(CUBLAS) else None
+    row["tilec/triton"] = tilec / rates["triton"] if tilec and rates.get("triton") else None
+    applies = tuple(shape) == TARGET["shape"] and dtype == TARGET["dtype"]
+    ratio = row["tilec/cublas"]
+    row["target"] = ("PASS" if ratio is not None and ratio >= TARGET["ratio"] else "MISS") if applies else ""
+    return row
+
+
+# --- report -------------------------------------------------------------------------
+def shape_text(shape) -> str:
+    M, N, K = shape
+    return f"{M}^3" if M == N == K else f"{M}x{N}x{K}"
+
+
+def table(rows: list[dict]) -> str:
+    headers = ["shape", "dtype", "tilec TFLOP/s", "triton TFLOP/s", "cuBLAS TFLOP/s",
+               "tilec/cuBLAS", "tilec/triton", "tilec best config", "target"]
+    cells = [[shape_text(row["shape"]), row["dtype"],
+              *(rate_cell(row, provider) for provider in ("tilec", "triton", CUBLAS)),
+              common.ratio_text(row["tilec/cublas"]), common.ratio_text(row["tilec/triton"]),
+              row["best_config"].get("tilec", "-"), row["target"]] for row in rows]
+    return common.format_table(headers, cells)
+
+
+def rate_cell(row: dict, provider: str) -> str:
+    if provider in row["tflops"]:
+        return f"{row['tflops'][provider]:.1f}"
+    return "FAIL" if any(name.split(" ")[0] == provider for name in row["failed"]) else "-"
+
+
+def plot(path: Path, rows: list[dict], gpu: str) -> Optional[Path]:
+    """TFLOP/s per shape, one panel a dtype, one line a provider; None without matplotlib."""
+    if importlib.util.find_spec("matplotlib") is None:
+        print("matplotlib is not installed: no plot")
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dtypes = sorted({row["dtype"] for row in rows}, key=DTYPES.index)
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(7 * len(dtypes), 5), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        mine = [row for row in rows if row["dtype"] == dtype]
+        labels = [shape_text(row["shape"]) for row in mine]
+        for provider, label in (("tilec", "tilec"), ("triton", "Triton"), (CUBLAS, "cuBLAS (torch)")):
+            ax.plot(labels, [row["tflops"].get(provider, float("nan")) for row in mine], marker="o", label=label)
+        ax.set_title(f"matmul {dtype} ({gpu})")
+        ax.set_ylabel("TFLOP/s")
+        ax.tick_params(axis="x", rotation=30)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def main(opts: argparse.Namespace) -> None:
+    torch = common.require_cuda()
+    info = common.device_info()
+    print(f"matmul on {info['gpu']}; providers: {', '.join(common.languages() + ['cuBLAS'])}; "
+          f"{len(opts.configs)} configurations", flush=True)
+    rows, skipped = [], []
+    for dtype in opts.dtypes:
+        for shape in opts.shapes:
+            torch.manual_seed(zlib.crc32(f"{shape} {dtype}".encode()))  # fresh inputs per shape, reproducible
+            case = make_case(shape, dtype, opts.configs, skipped)
+            rows.append(summarize(shape, dtype, common.measure_case(case, opts.warmup, opts.rep)))
+            del case
+            print(f"  {shape_text(shape)} {dtype} done", flush=True)
+    config = {"configs": [c._asdict() for c in opts.configs], "tflops": "2 * M * N * K",
+              "tolerance": TOLERANCE, "kernel": "tests/kernels/matmul.py (tutorial 03), fp16 output"}
+    common.write_json(opts.out, {"benchmark": "matmul", "config": config, "target": TARGET["text"], **info,
+                                 "rows": rows, "skipped": skipped})
+    png = plot(opts.out.with_suffix(".png"), rows, info["gpu"])
+    print()
+    print(table(rows))
+    finish(rows, skipped, opts.out, png)
+
+
+def finish(rows: list[dict], skipped: list[str], out: Path, png: Optional[Path]) -> None:
+    """Which configuration won, the target, the skips and failures; exit 1 on a failure."""
+    wins = [row["best_config"]["tilec"] for row in rows if "tilec" in row["best_config"]]
+    if wins:
+        counts = {config: wins.count(config) for config in dict.fromkeys(wins)}
+        print("\ntilec's winning configurations: " + ", ".join(f"{c} ({n}x)" for c, n in counts.items()))
+    verdicts = [row["target"] for row in rows if row["target"]]
+    print(f"target {TARGET['text']}: {', '.join(verdicts) or 'not measured'}")
+    print(f"{len(skipped)} configuration(s) skipped" + "".join(f"\n  {line}" for line in skipped))
+    print(f"wrote {out}" + (f" and {png}" if png else ""))
+    failures = [(row, provider, why) for row in rows for provider, why in row["failed"].items()]
+    for row, provider, why in failures:
+        print(f"FAILED {provider} at {shape_text(row['shape'])} {row['dtype']}: {why}")
+    if failures:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main(options())
