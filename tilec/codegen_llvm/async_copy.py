@@ -23,7 +23,8 @@ from .. import ir
 from .elementwise import constant
 from .kernel import I32, I64, Ctx, byte_offset, coordinates, lowers
 from .memory import _guarded, access_width
-from .mma import load_shared_tile, matrix_bytes, swizzled_offset
+from ..ir.layouts import DotOperand
+from .mma import OperandReader, ldmatrix_fits, load_shared_tile, matrix_bytes, swizzled_offset
 from .scalar_base import llvm_type
 
 CP_ASYNC_BYTES = (4, 8, 16)
@@ -45,9 +46,16 @@ def slot_base(ctx: Ctx, buf: ir.Value, slot: ir.Value) -> llir.Value:
 
 @lowers(ir.LocalLoad)
 def _local_load(ctx: Ctx, op: ir.LocalLoad) -> None:
-    buf = op.buf.type
+    """Registers from a slot; an operand whose one user is a ``dot`` of the
+    same block is left to the dot, which reads it a ``k`` step at a time."""
+    buf, dst = op.buf.type, op.result.type
     base = slot_base(ctx, op.buf, op.slot)
-    ctx.bind(op.results, [load_shared_tile(ctx, base, buf.layout, buf.shape, buf.elem, op.result.type)])
+    users = ctx.users.get(op.result, [])
+    if (isinstance(dst.layout, DotOperand) and ldmatrix_fits(dst.layout, buf.layout, buf.elem)
+            and len(users) == 1 and isinstance(users[0][0], ir.Dot) and op in users[0][1].ops):
+        ctx.defer(op.result, OperandReader(ctx, base, buf.layout, buf.shape, buf.elem, dst))
+        return
+    ctx.bind(op.results, [load_shared_tile(ctx, base, buf.layout, buf.shape, buf.elem, dst)])
 
 
 @lowers(ir.AsyncCopy)

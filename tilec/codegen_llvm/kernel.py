@@ -69,6 +69,8 @@ class Ctx:
         self.shared_bytes = 0
         self.plan = plan_shared(fn)
         self.scratch_start = 0  # where the op being lowered may put scratch data
+        self.deferred: dict[Value, object] = {}
+        self.users = _users(fn)  # value -> [(user op, its block)]
         tid = self.sreg("tid.x")
         self.tid = tid
         self.lane = builder.and_(tid, I32(target.warp_size - 1), name="lane")
@@ -76,7 +78,20 @@ class Ctx:
 
     # --- values -----------------------------------------------------------------
     def __getitem__(self, v: Value) -> list:
+        if v not in self.env and v in self.deferred:
+            self.env[v] = self.deferred.pop(v).registers()
         return self.env[v]
+
+    def defer(self, v: Value, reader) -> None:
+        """Leave ``v``'s registers to be read by its one user (``reader.registers()``
+        or the user's own piecewise reads), not here."""
+        self.deferred[v] = reader
+
+    def flush_deferred(self) -> None:
+        """Read every deferred value now: the op about to be lowered may
+        change the memory they come from."""
+        for v in list(self.deferred):
+            self[v]
 
     def bind(self, values: list[Value], lists: list[list]) -> None:
         for v, regs in zip(values, lists):
@@ -128,7 +143,27 @@ class Ctx:
             raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
                                    f"the NVIDIA backend cannot compile `{op.NAME}` yet", self.fn.name)
         self.scratch_start = self.plan.live_top(op)
+        if op.regions or op.NAME in FLUSHING_OPS:
+            self.flush_deferred()
         rule(self, op)
+
+
+# Ops that may write shared memory a deferred read comes from (besides ops with regions).
+FLUSHING_OPS = ("async_copy", "async_wait", "local_alloc", "barrier")
+
+
+def _users(fn: Function) -> dict[Value, list[tuple[Op, Block]]]:
+    """Every value's users: (op, the block it is in)."""
+    out: dict[Value, list[tuple[Op, Block]]] = {}
+
+    def visit(block: Block) -> None:
+        for op in block.ops:
+            for v in op.operands:
+                out.setdefault(v, []).append((op, block))
+            for region in op.regions:
+                visit(region)
+    visit(fn.body)
+    return out
 
 
 def registers_of(v: Value) -> int:

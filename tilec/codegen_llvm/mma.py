@@ -113,24 +113,56 @@ INSTRUCTIONS = {
 
 
 def lower_mma_dot(ctx: Ctx, op: ir.Dot) -> None:
-    """``acc + a @ b`` as ``mma.sync`` instructions over the register lists."""
+    """``acc + a @ b`` as ``mma.sync`` instructions over the register lists,
+    one ``k`` step at a time.  An operand ``local_load`` left for the dot
+    (``Ctx.deferred``) is read by ``ldmatrix`` just before the step that
+    needs it, so only one step's operands are live at once."""
     a_t, b_t, c_t = op.a.type, op.b.type, op.result.type
     in_elem, acc_elem = elem_type(a_t), elem_type(c_t)
     inst = INSTRUCTIONS[(in_elem, acc_elem)]
     reps_m, k_steps = mma_grid(a_t.layout, a_t.shape)
     reps_n, _ = mma_grid(b_t.layout, b_t.shape)
-    a_words = _pack_words(ctx, ctx[op.a], in_elem, a_t.layout.kwidth)
-    b_words = _pack_words(ctx, ctx[op.b], in_elem, b_t.layout.kwidth)
+    a_words, b_words = _step_words(ctx, op.a, in_elem), _step_words(ctx, op.b, in_elem)
     acc = list(ctx[op.acc])
     fn = _mma_asm(inst)
     for ks in range(k_steps):
+        a_step, b_step = a_words(ks), b_words(ks)
         for rm in range(reps_m):
-            a = a_words[(rm * k_steps + ks) * 4:][:4]
             for rn in range(reps_n):
-                b = b_words[(rn * k_steps + ks) * 2:][:2]
                 at = (rm * reps_n + rn) * 4
-                acc[at:at + 4] = _issue(ctx, fn, inst, a, b, acc[at:at + 4], acc_elem)
+                acc[at:at + 4] = _issue(ctx, fn, inst, a_step[rm], b_step[rn], acc[at:at + 4], acc_elem)
     ctx.bind(op.results, [acc])
+
+
+def _step_words(ctx: Ctx, v: ir.Value, elem: ScalarType):
+    """``words(ks)``: per instruction tile along the operand's outer dim, its
+    32-bit words for ``k`` step ``ks`` (f32 rounded to tf32, as the
+    interpreter does)."""
+    layout = v.type.layout
+    reps, k_steps = mma_grid(layout, v.type.shape)
+    per = 4 if layout.idx == 0 else 2
+    reader = ctx.deferred.pop(v, None)
+    if reader is None:
+        regs = ctx[v]
+        if elem == f32:
+            regs = [round_tf32(ctx, x) for x in regs]
+        packed = [_to_word(ctx, regs[i:i + layout.kwidth], elem) for i in range(0, len(regs), layout.kwidth)]
+
+        def words(ks):
+            return [packed[(rep * k_steps + ks) * per:][:per] for rep in range(reps)]
+        return words
+
+    def read(ks):
+        got = reader.words(ks)
+        if elem == f32:
+            got = [[_round_word(ctx, w) for w in ws] for ws in got]
+        return got
+    return read
+
+
+def _round_word(ctx: Ctx, word):
+    b = ctx.b
+    return b.bitcast(round_tf32(ctx, b.bitcast(word, llir.FloatType())), I32)
 
 
 def _mma_asm(inst: Instruction) -> llir.InlineAsm:
@@ -158,14 +190,6 @@ def _issue(ctx: Ctx, fn, inst: Instruction, a: list, b: list, acc: list, acc_ele
     if inst.acc_words == 2:
         return [x for w in words for x in _from_word(ctx, w, acc_elem, 2)]
     return words
-
-
-def _pack_words(ctx: Ctx, regs: list, elem: ScalarType, kwidth: int) -> list:
-    """Operand registers as the instruction's 32-bit words (``kwidth`` each);
-    f32 operands rounded to tf32 first, as the interpreter does."""
-    if elem == f32:
-        regs = [round_tf32(ctx, x) for x in regs]
-    return [_to_word(ctx, regs[i:i + kwidth], elem) for i in range(0, len(regs), kwidth)]
 
 
 def _to_word(ctx: Ctx, values: list, elem: ScalarType):
@@ -227,8 +251,8 @@ def load_shared_tile(ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarT
     """The registers of ``dst`` (a register layout) read from the matrix at
     ``base``: ``ldmatrix`` for a ``DotOperand`` that allows it, else one
     ``ld.shared`` per element."""
-    if isinstance(dst.layout, DotOperand) and _ldmatrix_fits(dst.layout, layout, elem):
-        return _ldmatrix_operand(ctx, base, layout, shape, elem, dst)
+    if isinstance(dst.layout, DotOperand) and ldmatrix_fits(dst.layout, layout, elem):
+        return OperandReader(ctx, base, layout, shape, elem, dst).registers()
     b, out = ctx.b, []
     mem = memory_type(elem)
     for coords in layout_coordinates(ctx, dst.layout, dst.shape):
@@ -245,7 +269,7 @@ def store_shared_tile(ctx: Ctx, regs: list, src: TileType, base, layout: Shared,
         b.store(v, byte_offset(b, base, offset), align=elem.bytes)
 
 
-def _ldmatrix_fits(op_layout: DotOperand, layout: Shared, elem: ScalarType) -> bool:
+def ldmatrix_fits(op_layout: DotOperand, layout: Shared, elem: ScalarType) -> bool:
     """``ldmatrix`` moves 8 rows of 16 bytes and hands each lane 4 bytes of
     one row: the matrix must be stored along ``k`` with ``kwidth`` elements
     making 4 bytes, or (``.trans``) along the other dim with 16-bit elements."""
@@ -255,55 +279,62 @@ def _ldmatrix_fits(op_layout: DotOperand, layout: Shared, elem: ScalarType) -> b
     return layout.order[0] - (layout.rank - 2) == k_dim or elem.bits == 16
 
 
-def _ldmatrix_operand(ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarType, dst: TileType) -> list:
-    """``dst``'s registers by ``ldmatrix``.  Lane ``8j + r`` points at row
-    ``r`` of matrix ``j``; each call reads four 8x(16-byte) matrices:
-    for ``a``, rows 0-7 / 8-15 by ``k`` halves (the order of its four words);
-    for ``b``, ``k`` halves of two instruction columns (``.x2``: of one)."""
-    op_layout: DotOperand = dst.layout
-    b = ctx.b
-    is_a = op_layout.idx == 0
-    trans = layout.order[0] - (layout.rank - 2) == op_layout.idx  # stored along the outer dim
-    (wm, wn), half = op_layout.parent.wpc, 4 * op_layout.kwidth
-    wid_m, wid_n = _warp_ids(ctx, op_layout.parent)
-    j, r = b.lshr(ctx.lane, I32(3)), b.and_(ctx.lane, I32(7))
-    j_lo, j_hi = b.and_(j, I32(1)), b.and_(b.lshr(j, I32(1)), I32(1))
-    reps, k_steps = mma_grid(op_layout, dst.shape)
-    outer_size = dst.shape[0] if is_a else dst.shape[1]
-    if is_a:
-        outer_warp, rep_stride, per_call = b.mul(wid_m, I32(16)), 16 * wm, 1
-        outer_off, k_off = b.mul(j_lo, I32(8)), b.mul(j_hi, I32(half))
-    else:
-        outer_warp, rep_stride = b.mul(wid_n, I32(8)), 8 * wn
-        per_call = 2 if reps % 2 == 0 else 1
-        outer_off = b.mul(j_hi, I32(rep_stride)) if per_call == 2 else I32(0)
-        k_off = b.mul(j_lo, I32(half))
-    lane_outer = b.add(outer_warp, outer_off)
-    words_per_rep = 4 if is_a else 2
-    words = {}
-    count = 4 if is_a or per_call == 2 else 2
-    fn = _ldmatrix_asm(count, trans)
-    for rep in range(0, reps, per_call):
-        for ks in range(k_steps):
-            outer = b.add(lane_outer, I32(rep * rep_stride))
-            k = b.add(k_off, I32(ks * op_layout.k_step))
-            if trans:
-                k = b.add(k, r)
+class OperandReader:
+    """Reads a ``DotOperand`` tile from a swizzled matrix by ``ldmatrix``,
+    one ``k`` step at a time.  Lane ``8j + r`` points at row ``r`` of matrix
+    ``j``; each instruction reads four 8x(16-byte) matrices: for ``a``, rows
+    0-7 / 8-15 by ``k`` halves (the order of its four words); for ``b``,
+    ``k`` halves of two instruction columns (``.x2``: of one)."""
+
+    def __init__(self, ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarType, dst: TileType):
+        op_layout: DotOperand = dst.layout
+        b = ctx.b
+        self.ctx, self.base, self.layout, self.shape, self.elem, self.dst = ctx, base, layout, shape, elem, dst
+        self.op_layout = op_layout
+        self.is_a = op_layout.idx == 0
+        self.trans = layout.order[0] - (layout.rank - 2) == op_layout.idx  # stored along the outer dim
+        (wm, wn), half = op_layout.parent.wpc, 4 * op_layout.kwidth
+        wid_m, wid_n = _warp_ids(ctx, op_layout.parent)
+        j, self.r = b.lshr(ctx.lane, I32(3)), b.and_(ctx.lane, I32(7))
+        j_lo, j_hi = b.and_(j, I32(1)), b.and_(b.lshr(j, I32(1)), I32(1))
+        self.reps, self.k_steps = mma_grid(op_layout, dst.shape)
+        self.outer_size = dst.shape[0] if self.is_a else dst.shape[1]
+        if self.is_a:
+            outer_warp, self.rep_stride, self.per_call = b.mul(wid_m, I32(16)), 16 * wm, 1
+            outer_off, self.k_off = b.mul(j_lo, I32(8)), b.mul(j_hi, I32(half))
+        else:
+            outer_warp, self.rep_stride = b.mul(wid_n, I32(8)), 8 * wn
+            self.per_call = 2 if self.reps % 2 == 0 else 1
+            outer_off = b.mul(j_hi, I32(self.rep_stride)) if self.per_call == 2 else I32(0)
+            self.k_off = b.mul(j_lo, I32(half))
+        self.lane_outer = b.add(outer_warp, outer_off)
+        self.words_per_rep = 4 if self.is_a else 2
+        self.count = 4 if self.is_a or self.per_call == 2 else 2
+        self.fn = _ldmatrix_asm(self.count, self.trans)
+
+    def words(self, ks: int) -> list[list]:
+        """Per instruction tile along the outer dim, its words for ``k`` step ``ks``."""
+        b, out = self.ctx.b, []
+        for rep in range(0, self.reps, self.per_call):
+            outer = b.add(self.lane_outer, I32(rep * self.rep_stride))
+            k = b.add(self.k_off, I32(ks * self.op_layout.k_step))
+            if self.trans:
+                k = b.add(k, self.r)
             else:
-                outer = b.add(outer, r)
-            outer = b.and_(outer, I32(outer_size - 1))
-            coords = (outer, k) if is_a else (k, outer)
-            address = byte_offset(b, base, swizzled_offset(ctx, layout, shape, coords, elem.bytes))
-            got = b.call(fn, [b.ptrtoint(address, I64)])
-            regs = [b.extract_value(got, i) for i in range(count)]
-            for i, w in enumerate(regs):
-                words[(rep + i // words_per_rep, ks, i % words_per_rep)] = w
-    out = []
-    for rep in range(reps):
-        for ks in range(k_steps):
-            for w in range(words_per_rep):
-                out.extend(_from_word(ctx, words[(rep, ks, w)], elem, op_layout.kwidth))
-    return out
+                outer = b.add(outer, self.r)
+            outer = b.and_(outer, I32(self.outer_size - 1))
+            coords = (outer, k) if self.is_a else (k, outer)
+            offset = swizzled_offset(self.ctx, self.layout, self.shape, coords, self.elem.bytes)
+            got = b.call(self.fn, [b.ptrtoint(byte_offset(b, self.base, offset), I64)])
+            regs = [b.extract_value(got, i) for i in range(self.count)]
+            out.extend(regs[i:i + self.words_per_rep] for i in range(0, self.count, self.words_per_rep))
+        return out
+
+    def registers(self) -> list:
+        """The whole tile's registers, in the layout's order."""
+        steps = [self.words(ks) for ks in range(self.k_steps)]
+        return [x for rep in range(self.reps) for ks in range(self.k_steps) for w in steps[ks][rep]
+                for x in _from_word(self.ctx, w, self.elem, self.op_layout.kwidth)]
 
 
 def _ldmatrix_asm(count: int, trans: bool) -> llir.InlineAsm:
