@@ -74,15 +74,15 @@ func @k(%a: ptr<f16>, %n: i32) {
   ^(%k: i32, %acc_in: tile<16x16xf32, mma<[1, 1]>>, %p: tile<16x16xptr<f16>>, %read_slot_1: i32, %write_slot_1: i32):
     async_wait {pending = 1}
     barrier
+    %xa = local_load %x_smem, %read_slot_1 : tile<16x16xf16, dot_op<0, 2, mma<[1, 1]>>>
+    %xb = local_load %x_smem, %read_slot_1 : tile<16x16xf16, dot_op<1, 2, mma<[1, 1]>>>
+    %d = dot %xa, %xb, %acc_in : tile<16x16xf32, mma<[1, 1]>>
     %9 = add %k, %7 : i32
     %10 = cmp %9, %n {pred = "lt"} : i1
     %11 = splat %10 {shape = (16, 16)} : tile<16x16xi1>
     async_copy %x_smem, %write_slot_1, %p, %11, _
     %p_next_2 = addptr %p, %inc : tile<16x16xptr<f16>>
     async_commit
-    %xa = local_load %x_smem, %read_slot_1 : tile<16x16xf16, dot_op<0, 2, mma<[1, 1]>>>
-    %xb = local_load %x_smem, %read_slot_1 : tile<16x16xf16, dot_op<1, 2, mma<[1, 1]>>>
-    %d = dot %xa, %xb, %acc_in : tile<16x16xf32, mma<[1, 1]>>
     %12 = add %read_slot_1, %3 : i32
     %13 = cmp %12, %8 {pred = "eq"} : i1
     %14 = select %13, %0, %12 : i32

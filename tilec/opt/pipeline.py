@@ -22,14 +22,17 @@ other op of the body is the last stage.
     for iv ... carrying (the loop's values, stage-0 ones S-1 iterations
             ahead; read slot; write slot):
         async_wait {pending = S-2}; barrier
+        local_load the read slot in each convert's DotOperand layout
+        the last stage
         stage 0 at iv + (S-1)*step, copies masked by it < upper into the
             write slot; async_commit
-        local_load the read slot in each convert's DotOperand layout
-        the last stage; yield, slots advanced (compare + select, no division)
+        yield, slots advanced (compare + select, no division)
     async_wait {pending = 0}; barrier        no copy lands in reused memory
 
 The slot written in iteration ``i`` is the one read in ``i - 1``, which
-every thread finished before this iteration's barrier.  A copy's mask is
+every thread finished before this iteration's barrier.  The copies go after
+the math: right after the barrier the tensor cores wait only for their
+first ``ldmatrix``, and the copies issue while the instructions run.  A copy's mask is
 ``mask & splat(valid)``: a splat is constant along every dim, so the axis
 analysis keeps the mask's constancy and the copy its 16-byte vectors.
 
@@ -318,10 +321,10 @@ class _Pipeliner:
         b = Builder(new.body, loop.loc)
         b.create(ir.AsyncWait, pending=n - 2)
         b.create(ir.Barrier)
-        ahead_values = self.stage0(b, b.value(ir.Add, lhs=iv, rhs=ahead), args, write)
         vmap = ChainMap(dict(zip(loop.body.args, [iv] + args)), self.vmap)
         self.local_loads(b, vmap, read)
         new.body.ops.extend(clone_op(op, vmap) for op in self.s.last)
+        ahead_values = self.stage0(b, b.value(ir.Add, lhs=iv, rhs=ahead), args, write)
         late = [vmap.get(v, v) for v in loop.body.terminator.values]
         values = [ahead_values[k] if k in self.s.carried0 else late[k] for k in range(len(args))]
         b.create(ir.Yield, values=values + [next_slot(b, read, *slot_consts), next_slot(b, write, *slot_consts)])
