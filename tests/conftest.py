@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import tempfile
 
 import pytest
 from gpu_compile_check import check_every_compile
@@ -14,6 +15,8 @@ from hypothesis import HealthCheck, settings
 
 # Every kernel the tests compile is verified and must survive the text round trip.
 os.environ["TILEC_CHECK"] = "1"
+# The suite's compiled kernels and tuning choices go to a fresh directory, never the user's cache.
+os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilec-test-cache-")
 
 # The interpreter is slow and CI has 2 cores: a small default budget, which
 # TILEC_HYPOTHESIS_EXAMPLES raises for a deeper local run.

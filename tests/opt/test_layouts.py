@@ -12,7 +12,9 @@ from opt.random_kernels import kernel_cases, same_results
 
 from tilec import ir
 from tilec.errors import CompilationError
-from tilec.ir.layouts import Blocked, Slice, blocked_layout, num_registers, register_offsets
+from tilec.ir.layouts import (
+    Blocked, DotOperand, Mma, Slice, blocked_layout, num_registers, register_offsets, vector_runs,
+)
 from tilec.ir.verify import verify_function
 from tilec.opt.layouts import assign_layouts
 
@@ -158,6 +160,31 @@ def test_slice_registers_are_the_parents_with_the_dim_dropped():
     parent = Blocked((1, 4), (2, 16), (4, 1), (1, 0))
     assert register_offsets(Slice(parent, 1), (16,)) == [(0,), (8,)]
     assert register_offsets(Slice(parent, 0), (64,)) == [(0,), (1,), (2,), (3,)]
+
+
+def test_mma_registers_are_the_instructions_fragments():
+    """Accumulator c0..c3 of each 16x8 tile at rows g, g+8 and columns 2t, 2t+1;
+    operand a's four words of two k elements per 16x16 tile; every element of
+    a warp's tile held once by its 32 lanes."""
+    mma = Mma((2, 2))
+    assert register_offsets(mma, (64, 32))[:8] == [(0, 0), (0, 1), (8, 0), (8, 1), (0, 16), (0, 17), (8, 16), (8, 17)]
+    a = DotOperand(0, 2, mma)
+    assert register_offsets(a, (32, 16)) == [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)]
+    b = DotOperand(1, 2, mma)
+    assert register_offsets(b, (16, 16)) == [(0, 0), (1, 0), (8, 0), (9, 0)]
+    # 4 warps: the accumulator holds each element once; an operand twice (the warps along the other dim)
+    for layout, shape, copies in ((mma, (32, 16), 1), (a, (32, 16), 2), (b, (16, 16), 2),
+                                  (DotOperand(0, 4, mma), (32, 32), 2)):
+        assert num_registers(layout, shape) * 32 * 4 == math.prod(shape) * copies
+
+
+def test_vector_runs_follow_consecutive_registers_and_base_alignment():
+    blocked = Blocked((1, 8), (4, 8), (4, 1), (1, 0))
+    assert vector_runs(blocked, (128, 64), 8)[:2] == [(0, 8), (8, 8)]
+    assert vector_runs(blocked, (128, 64), 4)[:2] == [(0, 4), (4, 4)]       # 16 bytes of f32
+    assert vector_runs(Mma((2, 2)), (64, 32), 8)[:3] == [(0, 2), (2, 2), (4, 2)]  # column pairs 2t, 2t+1
+    column = Blocked((4, 1), (8, 4), (4, 1), (0, 1))
+    assert vector_runs(column, (128, 4), 8)[:2] == [(0, 1), (1, 1)]         # consecutive along rows only
 
 
 # --- property -----------------------------------------------------------------------

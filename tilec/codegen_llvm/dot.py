@@ -4,7 +4,9 @@ Both operands go to shared memory row-major; then a loop over ``k`` loads,
 for each accumulator register at ``(batch, m, n)``, ``a[batch, m, k]`` and
 ``b[batch, k, n]`` and accumulates their product in the accumulator's type
 (inputs are widened first; ``tf32`` rounds f32 inputs to 10 mantissa bits,
-nearest even, as the interpreter does).  An f16/bf16 accumulator is carried
+nearest even, as the interpreter does; ``tf32x3`` and ``ieee`` multiply
+them as they are, as it does too -- at least as accurate as Triton's three
+tf32 passes).  An f16/bf16 accumulator is carried
 in f32 and rounded once at the end, as the interpreter (and the tensor
 cores) do.
 """
@@ -72,7 +74,7 @@ def _smem_load(ctx: Ctx, base, index, size: int, elem: ScalarType):
 
 def _operand(ctx: Ctx, x, src: ScalarType, dst: ScalarType, op: ir.Dot):
     """An input element as the accumulation multiplies it."""
-    if src.name == "f32" and op.input_precision in ("tf32", "tf32x3"):
+    if src.name == "f32" and op.input_precision == "tf32":
         x = round_tf32(ctx, x)
     return _widen(ctx, x, src, dst)
 

@@ -15,10 +15,10 @@ from typing import Callable, Optional
 from llvmlite import ir as llir
 
 from .. import ir
-from ..ir.types import TileType, elem_type, shape_of
+from ..ir.types import PointerType, TileType, elem_type, shape_of
 from .kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers
-from ..ir.layouts import DotOperand
-from .memory import _from_memory, _to_memory
+from ..ir.layouts import DotOperand, num_registers, vector_runs
+from .memory import MAX_VECTOR_BYTES, _from_memory, _pack, _to_memory
 from .mma import convert_to_operand
 from .scalar_base import memory_type
 
@@ -37,10 +37,13 @@ def row_major(ctx: Ctx, shape: tuple, extra: tuple = ()) -> IndexFn:
     return lambda coords: linear_index(ctx, tuple(coords) + tuple(I32(e) for e in extra), shape)
 
 
-def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[llir.Value] = None) -> list[list]:
+def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[llir.Value] = None,
+             row_major: bool = False) -> list[list]:
     """Write each ``(regs, type, index_fn)``, then read each ``(type, index_fn)``
     through the scratch buffer; returns the lists read.  ``pred`` limits
-    which threads write."""
+    which threads write.  ``row_major``: every index function is the
+    row-major index of its tile, so registers holding consecutive elements of
+    a row (``vector_runs``) move as one vector of up to 16 bytes."""
     elem = elem_type(writes[0][1])
     mem, size = memory_type(elem), _elem_bytes(elem)
     numel = max(_numel(t) for t in [w[1] for w in writes] + [r[0] for r in reads])
@@ -49,14 +52,32 @@ def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[l
     ctx.barrier()
     with _maybe(b, pred):
         for regs, t, index_of in writes:
-            for v, coords in zip(regs, tile_coordinates(ctx, t)):
-                b.store(_to_memory(ctx, v, elem), element_address(b, base, index_of(coords), size), align=size)
+            coords = tile_coordinates(ctx, t)
+            for start, width in _runs(t, size, row_major):
+                values = [_to_memory(ctx, v, elem) for v in regs[start:start + width]]
+                address = element_address(b, base, index_of(coords[start]), size)
+                b.store(_pack(ctx, values), address, align=size * width)
     ctx.barrier()
     out = []
     for t, index_of in reads:
-        out.append([_from_memory(ctx, b.load(element_address(b, base, index_of(c), size), typ=mem, align=size), elem)
-                    for c in tile_coordinates(ctx, t)])
+        coords, got = tile_coordinates(ctx, t), []
+        for start, width in _runs(t, size, row_major):
+            address = element_address(b, base, index_of(coords[start]), size)
+            raw = b.load(address, typ=llir.VectorType(mem, width) if width > 1 else mem, align=size * width)
+            parts = [raw] if width == 1 else [b.extract_element(raw, I32(i)) for i in range(width)]
+            got.extend(_from_memory(ctx, v, elem) for v in parts)
+        out.append(got)
     return out
+
+
+def _runs(t, size: int, row_major: bool) -> list[tuple[int, int]]:
+    """The register groups ``exchange`` moves together: vector runs of a
+    row-major tile, else one register at a time."""
+    if not isinstance(t, TileType):
+        return [(0, 1)]
+    if not row_major or isinstance(t.elem, PointerType):  # no vectors of pointers
+        return [(i, 1) for i in range(num_registers(t.layout, t.shape))]
+    return vector_runs(t.layout, t.shape, max(1, MAX_VECTOR_BYTES // size))
 
 
 def stage_in_smem(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
@@ -117,14 +138,14 @@ def _convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
         ctx.bind(op.results, [convert_to_operand(ctx, ctx[op.src], src, dst)])
         return
     index = row_major(ctx, src.shape)
-    ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, index)], [(dst, index)]))
+    ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, index)], [(dst, index)], row_major=True))
 
 
 @lowers(ir.Reshape)
 def _reshape(ctx: Ctx, op: ir.Reshape) -> None:
     src, dst = op.src.type, op.result.type
     ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, row_major(ctx, shape_of(src)))],
-                                  [(dst, row_major(ctx, shape_of(dst)))]))
+                                  [(dst, row_major(ctx, shape_of(dst)))], row_major=True))
 
 
 @lowers(ir.Permute)

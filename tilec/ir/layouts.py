@@ -316,6 +316,42 @@ def register_counts(layout: Layout, shape: tuple[int, ...]) -> list[int]:
     return [plans[d].regs for d in kept_dims(layout)]
 
 
+def base_alignment(layout: Layout, shape: tuple[int, ...]) -> int:
+    """A power of two that divides every thread's base coordinate along the
+    tile's last dim (``vector_runs`` may then move that many at once)."""
+    if isinstance(layout, Mma):
+        return 2
+    if isinstance(layout, DotOperand):
+        return layout.kwidth if layout.idx == 0 else 1
+    root = root_blocked(layout)
+    d = kept_dims(layout)[-1]
+    return min(root.spt[d], root_shape(layout, shape)[d])
+
+
+def vector_runs(layout: Layout, shape: tuple[int, ...], limit: int) -> list[tuple[int, int]]:
+    """``(first register, count)`` groups covering the register list, each
+    ``count`` (a power of two, at most ``limit``) registers holding
+    consecutive elements of one row, starting at a multiple of ``count``:
+    in a row-major buffer they are one aligned vector."""
+    offsets = register_offsets(layout, shape)
+    limit = min(limit, base_alignment(layout, shape))
+    runs, i = [], 0
+    while i < len(offsets):
+        width = limit
+        while width > 1 and not _is_run(offsets, i, width):
+            width //= 2
+        runs.append((i, width))
+        i += width
+    return runs
+
+
+def _is_run(offsets: list, i: int, width: int) -> bool:
+    first = offsets[i]
+    if i + width > len(offsets) or first[-1] % width:
+        return False
+    return all(offsets[i + j][:-1] == first[:-1] and offsets[i + j][-1] == first[-1] + j for j in range(width))
+
+
 def mma_grid(layout, shape: tuple[int, ...]) -> tuple[int, int]:
     """Instruction tiles per warp of an ``Mma`` or ``DotOperand`` tile:
     ``(rep_m, rep_n)`` for the accumulator, ``(rep_m, k steps)`` for ``a``,
