@@ -1,0 +1,176 @@
+"""Tutorial 03: blocked matrix multiplication ``c = activation(a @ b)``, fp16
+in, fp32 accumulate, fp16 out, with grouped program ordering (better L2 reuse
+on a GPU), masks on ragged M/N/K and a fused leaky_relu.
+
+``launch_matmul`` runs the kernel (or its Triton twin) on numpy arrays or
+device tensors alike, so the host tests, the GPU tests and the benchmark
+launch the same configuration the same way.
+
+Run ``python docs/tutorials/03_matrix_multiplication.py`` (``--small``: the host
+interpreter only, as CI); the prose is 03_matrix_multiplication.md beside it.
+"""
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":  # run from a checkout: use its tilec and benchmarks/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import numpy as np
+
+import tilec
+import tilec.language as tl
+
+@tilec.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@tilec.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    # Program id -> (pid_m, pid_n), walking GROUP_SIZE_M rows of blocks at a time.
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # Rows/cols past M/N wrap around (their results are masked at the store).
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(tl.float16)
+
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+def element_strides(x) -> tuple:
+    """Strides in elements of a numpy array (ml_dtypes' bf16 included) or a torch tensor."""
+    if isinstance(x, np.ndarray):
+        return tuple(s // x.itemsize for s in x.strides)
+    return tuple(x.stride())
+
+
+def launch_matmul(kernel, a, b, c, activation="", block_m=16, block_n=16, block_k=16, group_size_m=2,
+                  num_warps=4, num_stages=3):
+    """``c = activation(a @ b)`` with ``matmul_kernel`` or its Triton twin (``kernel``):
+    a (M x K) and b (K x N) of any strides, c (M x N) float16, all numpy
+    arrays on the host or all device tensors."""
+    M, K = a.shape
+    N = b.shape[1]
+    grid = lambda META: (tilec.cdiv(M, META["BLOCK_SIZE_M"]) * tilec.cdiv(N, META["BLOCK_SIZE_N"]),)  # noqa: E731
+    kernel[grid](a, b, c, M, N, K, *element_strides(a), *element_strides(b), *element_strides(c),
+                 BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k,
+                 GROUP_SIZE_M=group_size_m, ACTIVATION=activation, num_warps=num_warps, num_stages=num_stages)
+
+
+def float16_like(a, shape):
+    """An uninitialized float16 array of ``shape`` from ``a``'s library, on ``a``'s device."""
+    if isinstance(a, np.ndarray):
+        return np.empty(shape, np.float16)
+    import torch
+
+    return torch.empty(shape, dtype=torch.float16, device=a.device)
+
+
+def matmul(a, b, activation="", **config):
+    """a (M x K) @ b (K x N) in float16 (a float32 accumulator), any strides;
+    ``config``: ``launch_matmul``'s block sizes, group size, warps and stages."""
+    c = float16_like(a, (a.shape[0], b.shape[1]))
+    launch_matmul(matmul_kernel, a, b, c, activation, **config)
+    return c
+
+# The configuration the GPU check and "what tilec does" use: a 128x256 tile of
+# c per program, k 64 at a time, 8 warps, 3 pipeline stages (one of
+# benchmarks/matmul.py's CONFIGS).
+GPU_CONFIG = dict(block_m=128, block_n=256, block_k=64, group_size_m=8, num_warps=8, num_stages=3)
+
+
+def reference(a, b, activation: str) -> np.ndarray:
+    """activation(a @ b) in float64, from numpy arrays."""
+    c = a.astype(np.float64) @ b.astype(np.float64)
+    return np.where(c >= 0, c, 0.01 * c) if activation == "leaky_relu" else c
+
+
+def check_on_host(checks) -> None:
+    rng = np.random.default_rng(0)
+    for (M, N, K), activation in (((32, 32, 32), ""), ((33, 20, 45), "leaky_relu"), ((70, 50, 100), "")):
+        a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+        b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
+        checks.close(f"matmul {M}x{N}x{K} {activation or 'no activation'} against numpy",
+                     matmul(a, b, activation), reference(a, b, activation), rtol=1e-2, atol=1e-2)
+    a = rng.uniform(-1, 1, (40, 24)).astype(np.float16)
+    b = rng.uniform(-1, 1, (40, 36)).astype(np.float16)
+    checks.close("matmul of a transposed view (strides (1, 40)) against numpy",
+                 matmul(a.T, b), reference(a.T, b, ""), rtol=1e-2, atol=1e-2)
+
+
+def check_on_gpu(checks) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    for (M, N, K), activation in (((512, 512, 512), ""), ((1000, 777, 333), "leaky_relu"),
+                                  ((4096, 4096, 4096), "")):
+        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+        want = torch.matmul(a, b)
+        if activation:
+            want = torch.nn.functional.leaky_relu(want)
+        checks.close(f"matmul {M}x{N}x{K} {activation or 'no activation'} against torch",
+                     matmul(a, b, activation, **GPU_CONFIG), want, rtol=1e-2, atol=1e-2 * K ** 0.5)
+
+
+def what_tilec_does(tut) -> None:
+    """Compile GPU_CONFIG at 4096^3 (K a multiple of 64) for an H100, here."""
+    config = GPU_CONFIG
+    tut.heading(f"what tilec does: matmul_kernel, {config['block_m']}x{config['block_n']}x{config['block_k']}, "
+                f"{config['num_warps']} warps, {config['num_stages']} stages, target {tut.TARGET}")
+    a = np.empty((4096, 4096), np.float16)
+    compiled = matmul_kernel.compile(
+        a, a, a, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1, BLOCK_SIZE_M=config["block_m"],
+        BLOCK_SIZE_N=config["block_n"], BLOCK_SIZE_K=config["block_k"], GROUP_SIZE_M=config["group_size_m"],
+        ACTIVATION="", num_warps=config["num_warps"], num_stages=config["num_stages"], target=tut.TARGET)
+    tut.show_compiled(compiled, ("local_alloc", "async_copy", "async_commit", "async_wait", "local_load", "dot",
+                                 "cast", "convert_layout", "store"),
+                      ("cp.async", "ldmatrix", "mma", "bar.sync", "ld.global", "st.global", "st.shared",
+                       "ld.shared"), most=24)
+
+
+def benchmark(tut, out: Path) -> None:
+    from benchmarks import matmul as matmul_benchmark
+
+    tut.heading("benchmark: tilec vs Triton vs cuBLAS, fp16, best of 7 configurations (benchmarks/matmul.py)")
+    matmul_benchmark.main(matmul_benchmark.options(
+        ["--dtypes", "float16", "--shapes", "1024", "2048", "4096", "8192", "--out", str(out / "matmul.json")]))
+
+
+def main() -> None:
+    import tutorial_support
+
+    tutorial_support.run(__doc__, check_on_host, check_on_gpu, what_tilec_does, benchmark)
+
+
+if __name__ == "__main__":
+    main()
