@@ -77,7 +77,7 @@ def what_tilec_does(tut) -> None:
     x = np.empty((4096, 1024), np.float32)
     compiled = softmax_kernel.compile(x, x, 1024, 1024, 1024, BLOCK_SIZE=1024, num_warps=4, target=tut.TARGET)
     tut.show_compiled(compiled, ("load", "reduce", "exp", "store"),
-                      ("ld.global", "st.global", "shfl", "ld.shared", "st.shared", "bar.sync", "ex2"))
+                      ("ld.global", "st.global", "shfl", "ld.shared", "st.shared", "bar.sync", "ex2", "div"))
 
 
 def benchmark(tut, out: Path) -> None:
