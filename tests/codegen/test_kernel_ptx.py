@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import tilec
+import tilec.language as tl
 import pytest
 
 from kernels import layer_norm
@@ -64,3 +66,20 @@ def test_layer_norm_loads_eight_halves_at_a_time(arch):
     assert count(ptx, r"st\.global(\.\w+)*\.v4\.b32") == 4
     assert count(ptx, r"ld\.global(\.[a-z]{2})*\.b16") == 0
     assert k.metadata.spill_stores in (0, None)
+
+
+@tilec.jit
+def _locked_increment(lock, x):
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    tl.store(x, tl.load(x) + 1)
+    tl.atomic_xchg(lock, 0)
+
+
+def test_a_lock_release_is_fenced():
+    """``atomic_xchg`` (acq_rel) that releases a lock must order the stores before
+    it: LLVM 22 would emit a relaxed ``atom.exch``, so fences surround it."""
+    one = np.zeros(1, np.int32)
+    ptx = _locked_increment.compile(one, one, target="sm_90").asm["ptx"]
+    assert re.search(r"fence\.acq_rel\.\w+;\s+atom\.global\.exch\.b32[^\n]*\n\s+fence\.acq_rel", ptx), ptx
+    assert count(ptx, r"atom\.acq_rel\.\w+\.global\.cas") == 1

@@ -170,8 +170,21 @@ def _atomic_rmw(ctx: Ctx, op: ir.AtomicRMW) -> None:
     name, ordering = _rmw_name(op.kind, elem), _ORDERING[op.sem]
 
     def one(i, p, v):
-        return _from_memory(ctx, ctx.b.atomic_rmw(name, p, _to_memory(ctx, v, elem), ordering), elem)
+        b = ctx.b
+        if ordering in _RELEASING:
+            b.fence(ordering)
+        old = b.atomic_rmw(name, p, _to_memory(ctx, v, elem), "monotonic")
+        if ordering in _ACQUIRING:
+            b.fence(ordering)
+        return _from_memory(ctx, old, elem)
     _atomic(ctx, op, masks, one, [ctx[op.ptr], ctx[op.val]])
+
+
+# LLVM 22's NVPTX drops the ordering of some read-modify-writes (``atomicrmw xchg
+# acq_rel`` becomes a relaxed ``atom.exch``): a relaxed atomic between fences
+# orders them in every case (a lock's release really releases).
+_RELEASING = ("release", "acq_rel", "seq_cst")
+_ACQUIRING = ("acquire", "acq_rel", "seq_cst")
 
 
 @lowers(ir.AtomicCAS)
