@@ -8,7 +8,7 @@ import numpy as np
 from llvmlite import ir as llir
 
 from .. import ir
-from ..ir.layouts import register_counts, register_strides
+from ..ir.layouts import register_offsets
 from ..ir.types import ScalarType, TileType
 from . import scalar_ops  # noqa: F401  (fills scalar_base.LOWER)
 from .kernel import I32, LOWER, Ctx, coordinates, lowers, registers_of
@@ -69,17 +69,16 @@ def _expand_dims(ctx: Ctx, op: ir.ExpandDims) -> None:
 
 @lowers(ir.Broadcast)
 def _broadcast(ctx: Ctx, op: ir.Broadcast) -> None:
-    """Same layout, so a size-1 dim has one register: every register along a
-    broadcast dim copies it."""
+    """Same layout, so along the dims the broadcast keeps a thread's base is
+    the same in both tiles: each result register copies the source register
+    at its offsets there (offset 0 along a size-1 dim)."""
     src, out = op.src.type, op.result.type
-    in_counts, in_strides = register_counts(src.layout, src.shape), register_strides(src.layout, src.shape)
-    out_counts, out_strides = register_counts(out.layout, out.shape), register_strides(out.layout, out.shape)
+    index = {}
+    for r, offs in enumerate(register_offsets(src.layout, src.shape)):
+        index.setdefault(offs, r)
     regs = ctx[op.src]
-    result = []
-    for r in range(registers_of(op.result)):
-        index = sum(((r // s) % n) * ins * (m > 1)
-                    for s, n, ins, m in zip(out_strides, out_counts, in_strides, in_counts))
-        result.append(regs[index])
+    result = [regs[index[tuple(o if n > 1 else 0 for o, n in zip(offs, src.shape))]]
+              for offs in register_offsets(out.layout, out.shape)]
     ctx.bind(op.results, [result])
 
 

@@ -23,9 +23,7 @@ from llvmlite import ir as llir
 
 from ..errors import CompilationError
 from ..ir.core import Block, Function, Op, Value
-from ..ir.layouts import (
-    DotOperand, Layout, Mma, is_shared, kept_dims, num_registers, register_offsets, root_blocked, root_shape,
-)
+from ..ir.layouts import Layout, ThreadBit, is_shared, num_registers, register_offsets, replicating, thread_bits
 from ..ir.interp_ops import registrar
 from ..ir.types import ScalarType, TileType
 from ..opt.axis_info import analyze_axes
@@ -216,34 +214,46 @@ def _with_kernel_attrs(text: str, name: str, attrs: dict[str, str]) -> str:
 # Where a thread's registers sit
 # --------------------------------------------------------------------------- #
 
-def _dim_ids(ctx: Ctx, layout: Layout, shape: tuple):
-    """The root blocked layout's dim plans and, per root dim, the thread's lane
-    and warp coordinates along it (i32 values)."""
-    root = root_blocked(layout)
-    plans = root.dim_plans(root_shape(layout, shape))
-    b, ids = ctx.b, {}
-    lane_stride = warp_stride = 1
-    for d in root.order:
-        p = plans[d]
-        lane_d = b.and_(b.lshr(ctx.lane, I32(_log2(lane_stride))), I32(p.tpw - 1))
-        warp_d = b.and_(b.lshr(ctx.warp, I32(_log2(warp_stride))), I32(p.wpc - 1))
-        ids[d] = (lane_d, warp_d)
-        lane_stride *= p.tpw
-        warp_stride *= p.wpc
-    return plans, ids
+def thread_layout_bits(ctx: Ctx, layout: Layout, shape: tuple) -> list[ThreadBit]:
+    """The lane and warp id bits of ``layout`` (``ir.layouts.thread_bits``)."""
+    return thread_bits(layout, shape, ctx.num_warps, ctx.target.warp_size)
+
+
+def thread_bit(ctx: Ctx, bit: ThreadBit) -> llir.Value:
+    """The thread's ``bit`` (0 or 1, i32)."""
+    b = ctx.b
+    return b.and_(b.lshr(ctx.warp if bit.warp else ctx.lane, I32(bit.bit)), I32(1))
 
 
 def thread_bases(ctx: Ctx, layout: Layout, shape: tuple) -> list[llir.Value]:
-    """Per dim of the tile, the thread's first coordinate (``layouts`` docstring)."""
-    if isinstance(layout, (Mma, DotOperand)):
-        from .mma import mma_thread_bases
-        return mma_thread_bases(ctx, layout, shape)
-    plans, ids = _dim_ids(ctx, layout, shape)
+    """Per dim of the tile, the thread's first coordinate: the sum of what its
+    set lane and warp bits add along that dim (``ThreadBit``); bits worth
+    the dim's size or more wrap to nothing.  Runs of bits worth 1, 2, 4...
+    times a unit are read as one field."""
+    bits = thread_layout_bits(ctx, layout, shape)
     b, out = ctx.b, []
-    for d in kept_dims(layout):
-        p, (lane_d, warp_d) = plans[d], ids[d]
-        base = b.add(b.mul(lane_d, I32(p.spt)), b.mul(warp_d, I32(p.spt * p.tpw)))
-        out.append(b.and_(base, I32(p.size - 1)))
+    for d, size in enumerate(shape):
+        base = None
+        for warp, first, count, unit in _fields([t for t in bits if t.dim == d and t.value < size]):
+            src = ctx.warp if warp else ctx.lane
+            field = b.and_(b.lshr(src, I32(first)), I32((1 << count) - 1))
+            term = b.shl(field, I32(_log2(unit))) if unit > 1 else field
+            base = term if base is None else b.add(base, term)
+        out.append(base if base is not None else I32(0))
+    return out
+
+
+def _fields(bits: list[ThreadBit]) -> list[tuple[bool, int, int, int]]:
+    """``(warp, first bit, bit count, unit)`` runs of consecutive id bits whose
+    values double from ``unit``."""
+    out = []
+    for t in sorted(bits, key=lambda t: (t.warp, t.bit)):
+        if out:
+            warp, first, count, unit = out[-1]
+            if warp == t.warp and first + count == t.bit and unit << count == t.value:
+                out[-1] = (warp, first, count + 1, unit)
+                continue
+        out.append((t.warp, t.bit, 1, t.value))
     return out
 
 
@@ -262,19 +272,16 @@ def layout_coordinates(ctx: Ctx, layout: Layout, shape: tuple) -> list[tuple]:
 
 def owner_predicate(ctx: Ctx, layout: Layout, shape: tuple):
     """An i1 that is true in exactly one thread holding each element (replicated
-    layouts give several threads the same element), or None when no element
-    is replicated."""
-    if isinstance(layout, (Mma, DotOperand)):
-        from .mma import mma_owner_predicate
-        return mma_owner_predicate(ctx, layout, shape)
-    plans, ids = _dim_ids(ctx, layout, shape)
+    layouts give several threads the same element: those differing only in
+    bits that add nothing, ``replicating``), or None when no element is
+    replicated."""
     b, conds = ctx.b, []
-    for d, (lane_d, warp_d) in ids.items():
-        p = plans[d]
-        if p.lanes < p.tpw:
-            conds.append(b.icmp_unsigned("<", lane_d, I32(p.lanes)))
-        if p.warps < p.wpc:
-            conds.append(b.icmp_unsigned("<", warp_d, I32(p.warps)))
+    for warp in (False, True):
+        mask = sum(1 << t.bit for t in thread_layout_bits(ctx, layout, shape)
+                   if t.warp == warp and replicating(t, shape))
+        if mask:
+            src = ctx.warp if warp else ctx.lane
+            conds.append(b.icmp_unsigned("==", b.and_(src, I32(mask)), I32(0)))
     return all_of(b, conds)
 
 

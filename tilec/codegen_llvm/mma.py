@@ -27,62 +27,10 @@ from .kernel import I32, I64, Ctx, all_of, byte_offset, layout_coordinates
 from .scalar_base import llvm_type, memory_type
 
 
-# --------------------------------------------------------------------------- #
-# Where a thread's registers sit
-# --------------------------------------------------------------------------- #
-
 def _warp_ids(ctx: Ctx, mma: Mma) -> tuple:
     """The warp's ``(m, n)`` place on the layout's warp grid (i32 values)."""
     b, (wm, wn) = ctx.b, mma.wpc
     return b.and_(ctx.warp, I32(wm - 1)), b.and_(b.lshr(ctx.warp, I32(_log2(wm))), I32(wn - 1))
-
-
-def mma_thread_bases(ctx: Ctx, layout, shape: tuple) -> list:
-    """``thread_bases`` of the tensor-core layouts (lane ``4g + t``)."""
-    _check_fits(layout, shape)
-    b = ctx.b
-    mma = layout if isinstance(layout, Mma) else layout.parent
-    wid_m, wid_n = _warp_ids(ctx, mma)
-    g, t = b.lshr(ctx.lane, I32(2)), b.and_(ctx.lane, I32(3))
-    row = b.add(b.mul(wid_m, I32(16)), g)
-    col = b.add(b.mul(wid_n, I32(8)), g)
-    if isinstance(layout, Mma):
-        bases = [row, b.add(b.mul(wid_n, I32(8)), b.shl(t, I32(1)))]
-    else:
-        k = b.mul(t, I32(layout.kwidth))
-        bases = [row, k] if layout.idx == 0 else [k, col]
-    return [b.and_(x, I32(n - 1)) for x, n in zip(bases, shape)]
-
-
-def mma_owner_predicate(ctx: Ctx, layout, shape: tuple):
-    """``owner_predicate`` of the tensor-core layouts: warps past the grid,
-    warps past the tile, and (for an operand) warps along the other
-    operand's dim hold copies."""
-    b = ctx.b
-    mma = layout if isinstance(layout, Mma) else layout.parent
-    (wm, wn), conds = mma.wpc, []
-    wid_m, wid_n = _warp_ids(ctx, mma)
-    if wm * wn < ctx.num_warps:
-        conds.append(b.icmp_unsigned("<", ctx.warp, I32(wm * wn)))
-    m_rows = shape[0] if not isinstance(layout, DotOperand) or layout.idx == 0 else None
-    n_cols = shape[1] if not isinstance(layout, DotOperand) or layout.idx == 1 else None
-    for wid, warps, extent, tile in ((wid_m, wm, m_rows, 16), (wid_n, wn, n_cols, 8)):
-        distinct = 1 if extent is None else max(1, min(warps, extent // tile))
-        if distinct < warps:
-            conds.append(b.icmp_unsigned("<", wid, I32(distinct)))
-    return all_of(b, conds)
-
-
-def _check_fits(layout, shape: tuple) -> None:
-    """The tile holds at least one instruction's worth along each dim."""
-    if isinstance(layout, Mma):
-        need = (16, 8)
-    elif layout.idx == 0:
-        need = (16, layout.k_step)
-    else:
-        need = (layout.k_step, 8)
-    if shape[0] < need[0] or shape[1] < need[1]:
-        raise AssertionError(f"a {shape} tile is smaller than one instruction of {layout}")
 
 
 def _log2(n: int) -> int:

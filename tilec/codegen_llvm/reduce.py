@@ -1,11 +1,14 @@
 """``reduce`` and ``scan``.
 
-A reduction along dims ``D`` of a blocked layout runs in three steps, each
-combining with the op's ``combine`` region (lowered inline on scalars):
+A reduction along dims ``D`` of any register layout (blocked, ``mma``...)
+runs in three steps, each combining with the op's ``combine`` region
+(lowered inline on scalars):
 
-1. inside each thread, over its registers along ``D``;
-2. across the lanes of a warp along ``D``, by butterfly shuffles over the
-   lane bits that hold distinct elements (replicated lanes would count twice);
+1. inside each thread, over its registers along ``D`` (each distinct
+   element once: a thread may hold copies);
+2. across the lanes of a warp, by butterfly shuffles over the lane bits that
+   step along ``D`` (``ThreadBit``; bits that only make copies would count
+   twice);
 3. across warps along ``D``, through shared memory: each warp writes its
    partial results, every thread reads and combines the partials of its
    output elements.
@@ -21,9 +24,11 @@ from llvmlite import ir as llir
 
 from .. import ir
 from ..ir.core import Block
-from ..ir.layouts import kept_dims, register_counts, register_strides, root_blocked, root_shape
+from ..ir.layouts import register_counts, register_offsets, register_strides, replicating
 from ..ir.types import TileType, elem_type
-from .kernel import I32, Ctx, _dim_ids, _log2, element_address, layout_coordinates, linear_index, lowers
+from .kernel import (
+    I32, Ctx, element_address, layout_coordinates, linear_index, lowers, thread_bit, thread_layout_bits,
+)
 from .memory import _from_memory, _to_memory
 from .scalar_base import memory_type
 
@@ -37,17 +42,15 @@ def combine(ctx: Ctx, block: Block, acc: list, x: list) -> list:
     return [ctx[v][0] for v in block.terminator.values]
 
 
-def _groups(counts: list[int], strides: list[int], dims: set) -> list[list[int]]:
-    """Register indices grouped by their index along the dims not in ``dims``;
-    each group lists its registers along ``dims`` in order."""
-    keep = [d for d in range(len(counts)) if d not in dims]
-    red = [d for d in range(len(counts)) if d in dims]
+def _axis_runs(counts: list[int], strides: list[int], axis: int) -> list[list[int]]:
+    """Register indices grouped by their index along the dims other than
+    ``axis``; each group lists its registers along ``axis`` in order (a
+    scan's layout holds the axis in each thread)."""
+    keep = [d for d in range(len(counts)) if d != axis]
     out = []
     for kept in itertools.product(*(range(counts[d]) for d in keep)):
         base = sum(i * strides[d] for i, d in zip(kept, keep))
-        group = [base + sum(i * strides[d] for i, d in zip(rs, red))
-                 for rs in itertools.product(*(range(counts[d]) for d in red))]
-        out.append(group)
+        out.append([base + i * strides[axis] for i in range(counts[axis])])
     return out
 
 
@@ -55,60 +58,49 @@ def _groups(counts: list[int], strides: list[int], dims: set) -> list[list[int]]
 def _reduce(ctx: Ctx, op: ir.Reduce) -> None:
     t = op.srcs[0].type
     dims = set(range(len(t.shape))) if op.axis is None else {op.axis}
-    counts, strides = register_counts(t.layout, t.shape), register_strides(t.layout, t.shape)
     srcs = [ctx[v] for v in op.srcs]
-    partial = []  # per output register: one value per operand
-    for group in _groups(counts, strides, dims):
-        acc = [regs[group[0]] for regs in srcs]
-        for r in group[1:]:
-            acc = combine(ctx, op.combine, acc, [regs[r] for regs in srcs])
-        partial.append(_across_lanes(ctx, op, acc, dims))
-    partial = _across_warps(ctx, op, partial, dims)
-    ctx.bind(op.results, [[p[k] for p in partial] for k in range(len(op.srcs))])
+    bits = thread_layout_bits(ctx, t.layout, t.shape)
+    lane_bits = [x for x in bits if not x.warp and x.dim in dims and not replicating(x, t.shape)]
+    warp_bits = [x for x in bits if x.warp and x.dim in dims and not replicating(x, t.shape)]
+    partial = {}  # kept offsets -> one value per operand, reduced over the thread and its warp
+    for key, regs in _groups(t, dims).items():
+        acc = [src[regs[0]] for src in srcs]
+        for r in regs[1:]:
+            acc = combine(ctx, op.combine, acc, [src[r] for src in srcs])
+        for x in lane_bits:
+            acc = combine(ctx, op.combine, acc, [shuffle_xor(ctx, v, 1 << x.bit) for v in acc])
+        partial[key] = acc
+    out_t = op.results[0].type
+    keys = register_offsets(out_t.layout, out_t.shape) if isinstance(out_t, TileType) else [()]
+    result = _across_warps(ctx, op, [partial[k] for k in keys], warp_bits)
+    ctx.bind(op.results, [[p[k] for p in result] for k in range(len(op.srcs))])
 
 
-def _root_dims(layout, dims: set) -> set:
-    """The root blocked layout's dims that ``dims`` of a (sliced) tile are."""
-    kept = kept_dims(layout)
-    return {kept[d] for d in dims}
+def _groups(t: TileType, dims: set) -> dict[tuple, list[int]]:
+    """The registers to combine for each offset along the dims not reduced:
+    one register per distinct element (a thread may hold copies)."""
+    keep = [d for d in range(len(t.shape)) if d not in dims]
+    groups: dict[tuple, dict[tuple, int]] = {}
+    for r, offs in enumerate(register_offsets(t.layout, t.shape)):
+        groups.setdefault(tuple(offs[d] for d in keep), {}).setdefault(offs, r)
+    return {key: list(regs.values()) for key, regs in groups.items()}
 
 
-def _across_lanes(ctx: Ctx, op: ir.Reduce, acc: list, dims: set) -> list:
-    t = op.srcs[0].type
-    root = root_blocked(t.layout)
-    plans = root.dim_plans(root_shape(t.layout, t.shape))
-    lane_stride = 1
-    for d in root.order:
-        if d in _root_dims(t.layout, dims):
-            for k in range(_log2(plans[d].lanes)):
-                other = [shuffle_xor(ctx, v, lane_stride << k) for v in acc]
-                acc = combine(ctx, op.combine, acc, other)
-        lane_stride *= plans[d].tpw
-    return acc
-
-
-def _across_warps(ctx: Ctx, op: ir.Reduce, partial: list, dims: set) -> list:
-    """Step 3 (module docstring): partials of the warps along ``dims`` through shared memory."""
-    t = op.srcs[0].type
-    root = root_blocked(t.layout)
-    plans = root.dim_plans(root_shape(t.layout, t.shape))
-    rdims = sorted(_root_dims(t.layout, dims))
-    warps = [plans[d].warps for d in rdims]
-    groups = 1
-    for w in warps:
-        groups *= w
-    if groups == 1:
+def _across_warps(ctx: Ctx, op: ir.Reduce, partial: list, warp_bits: list) -> list:
+    """Step 3 (module docstring): partials of the warps along the reduced
+    dims (those differing in ``warp_bits``) through shared memory."""
+    if not warp_bits:
         return partial
+    groups = 1 << len(warp_bits)
     out_t = op.results[0].type
     out_shape = out_t.shape if isinstance(out_t, TileType) else ()
     out_numel = out_t.numel if isinstance(out_t, TileType) else 1
     out_coords = (layout_coordinates(ctx, out_t.layout, out_t.shape) if isinstance(out_t, TileType)
                   else [()] * len(partial))
-    _, ids = _dim_ids(ctx, t.layout, t.shape)
     b = ctx.b
     group = I32(0)
-    for d, w in zip(rdims, warps):
-        group = b.add(b.mul(group, I32(w)), b.and_(ids[d][1], I32(w - 1)))
+    for i, x in enumerate(warp_bits):
+        group = b.or_(group, b.shl(thread_bit(ctx, x), I32(i)))
     elems = [elem_type(v.type) for v in op.srcs]
     sizes = [max(1, e.bits // 8) for e in elems]
     region = [_round_up(groups * out_numel * size, 16) for size in sizes]  # keeps every region aligned
@@ -188,7 +180,7 @@ def _scan(ctx: Ctx, op: ir.Scan) -> None:
         raise AssertionError(f"scan layout {t.layout} does not hold axis {op.axis} in each thread")
     srcs = [list(ctx[v]) for v in op.srcs]
     outs = [list(regs) for regs in srcs]
-    for group in _groups(counts, strides, {op.axis}):
+    for group in _axis_runs(counts, strides, op.axis):
         run = list(reversed(group)) if op.reverse else group
         acc = [regs[run[0]] for regs in srcs]
         for r in run[1:]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 
 @dataclass(frozen=True)
@@ -243,11 +243,19 @@ def _int_list(t: tuple) -> str:
 # What the codegen asks of a layout
 # --------------------------------------------------------------------------- #
 
-def root_blocked(layout: Layout) -> Blocked:
-    """The blocked layout at the bottom of a chain of slices."""
+def root_layout(layout: Layout) -> Layout:
+    """The layout at the bottom of a chain of slices."""
     while isinstance(layout, Slice):
         layout = layout.parent
     return layout
+
+
+def root_blocked(layout: Layout) -> Blocked:
+    """The blocked layout at the bottom of a chain of slices (the caller knows it is one)."""
+    root = root_layout(layout)
+    if not isinstance(root, Blocked):
+        raise ValueError(f"{layout} is not a blocked layout or a slice of one")
+    return root
 
 
 def root_shape(layout: Layout, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -276,8 +284,10 @@ def register_offsets(layout: Layout, shape: tuple[int, ...]) -> list[tuple[int, 
     a slice and ``reduce`` to it keep registers where they are.  Tensor-core
     layouts keep the instructions' order (``Mma``, ``DotOperand``).
     """
-    if isinstance(layout, (Mma, DotOperand)):
-        return mma_register_offsets(layout, shape)
+    root = root_layout(layout)
+    if isinstance(root, (Mma, DotOperand)):
+        keep = kept_dims(layout)
+        return [tuple(o[d] for d in keep) for o in mma_register_offsets(root, root_shape(layout, shape))]
     root = root_blocked(layout)
     plans = root.dim_plans(root_shape(layout, shape))
     ranges = [range(plans[d].regs) for d in reversed(root.order)]  # slowest first for product()
@@ -291,8 +301,8 @@ def register_offsets(layout: Layout, shape: tuple[int, ...]) -> list[tuple[int, 
 
 def num_registers(layout: Layout, shape: tuple[int, ...]) -> int:
     """How many elements each thread holds of a tile of ``shape``."""
-    if isinstance(layout, (Mma, DotOperand)):
-        return len(mma_register_offsets(layout, shape))
+    if isinstance(root_layout(layout), (Mma, DotOperand)):
+        return len(register_offsets(layout, shape))
     root = root_blocked(layout)
     return math.prod(p.regs for p in root.dim_plans(root_shape(layout, shape)))
 
@@ -314,6 +324,63 @@ def register_counts(layout: Layout, shape: tuple[int, ...]) -> list[int]:
     root = root_blocked(layout)
     plans = root.dim_plans(root_shape(layout, shape))
     return [plans[d].regs for d in kept_dims(layout)]
+
+
+@dataclass(frozen=True)
+class ThreadBit:
+    """Bit ``bit`` of the thread's lane id (``warp`` False) or warp id adds
+    ``value`` to its base coordinate along tile dim ``dim``; ``dim`` None:
+    the bit picks no element (threads that differ in it hold copies)."""
+
+    warp: bool
+    bit: int
+    dim: Optional[int]
+    value: int
+
+
+def thread_bits(layout: Layout, shape: tuple[int, ...], num_warps: int, warp_size: int = 32) -> list[ThreadBit]:
+    """Every lane and warp id bit and what it adds to a thread's base: a
+    thread's base along dim ``d`` is the sum of the values of its set bits
+    for ``d``, modulo the dim's size.  A bit whose value is at least the
+    size (or that has no dim) only makes copies."""
+    if isinstance(layout, Slice):
+        kept = kept_dims(layout)
+        renumber = {old: new for new, old in enumerate(kept)}
+        return [ThreadBit(t.warp, t.bit, renumber.get(t.dim), t.value)
+                for t in thread_bits(root_layout(layout), root_shape(layout, shape), num_warps, warp_size)]
+    if isinstance(layout, Blocked):
+        bits = []
+        for warp, per_dim, unit in ((False, layout.tpw, lambda d: layout.spt[d]),
+                                    (True, layout.wpc, lambda d: layout.spt[d] * layout.tpw[d])):
+            shift = 0
+            for d in layout.order:
+                for k in range(_log2(per_dim[d])):
+                    bits.append(ThreadBit(warp, shift + k, d, unit(d) << k))
+                shift += _log2(per_dim[d])
+        return bits
+    mma = layout if isinstance(layout, Mma) else layout.parent
+    wm, wn = mma.wpc
+    outer_dim = 0 if isinstance(layout, Mma) or layout.idx == 0 else 1  # the dim lane bits 2..4 step
+    if isinstance(layout, Mma):
+        low = [ThreadBit(False, k, 1, 2 << k) for k in range(2)]
+    else:
+        low = [ThreadBit(False, k, 1 - layout.idx, layout.kwidth << k) for k in range(2)]
+    high = [ThreadBit(False, 2 + k, outer_dim, 1 << k) for k in range(_log2(warp_size) - 2)]
+    m_dim = 0 if not isinstance(layout, DotOperand) or layout.idx == 0 else None
+    n_dim = 1 if not isinstance(layout, DotOperand) or layout.idx == 1 else None
+    warps = [ThreadBit(True, k, m_dim, 16 << k) for k in range(_log2(wm))]
+    warps += [ThreadBit(True, _log2(wm) + k, n_dim, 8 << k) for k in range(_log2(wn))]
+    warps += [ThreadBit(True, k, None, 0) for k in range(_log2(wm * wn), _log2(num_warps))]
+    return low + high + warps
+
+
+def replicating(bit: ThreadBit, shape: tuple[int, ...]) -> bool:
+    """True when threads that differ only in ``bit`` hold the same elements."""
+    return bit.dim is None or bit.value >= shape[bit.dim]
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
 
 
 def base_alignment(layout: Layout, shape: tuple[int, ...]) -> int:
@@ -367,7 +434,13 @@ def mma_grid(layout, shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def mma_register_offsets(layout, shape: tuple[int, ...]) -> list[tuple[int, int]]:
-    """``register_offsets`` of the tensor-core layouts (their docstrings give the order)."""
+    """``register_offsets`` of the tensor-core layouts (their docstrings give the
+    order).  Along a dim smaller than one instruction tile (a ``[M, 1]``
+    column a reduction left) offsets wrap: a thread then holds copies."""
+    return [(r % shape[0], c % shape[1]) for r, c in _mma_offsets(layout, shape)]
+
+
+def _mma_offsets(layout, shape: tuple[int, ...]) -> list[tuple[int, int]]:
     outer, inner = mma_grid(layout, shape)
     out = []
     if isinstance(layout, Mma):
