@@ -32,8 +32,9 @@ def doc_table() -> dict[str, str]:
 
 @functools.cache
 def source_of_tests() -> str:
-    """Every test file's text except this one (which names everything)."""
-    files = sorted((ROOT / "tests").rglob("*.py"))
+    """Every test file's text except this one (which names everything), and the
+    tutorial scripts, whose kernels the tests run (tests/kernels re-exports them)."""
+    files = sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "docs" / "tutorials").glob("*.py"))
     return "\n".join(f.read_text() for f in files if f.name != Path(__file__).name)
 
 

@@ -124,7 +124,7 @@ def test_one_stage_leaves_the_loop_alone():
 BODY_LOAD = "    %x = load %p, _, _ : tile<16x16xf16>\n"
 BAIL = {
     "the step is not a positive constant": ("%n, %one, [", "%n, %n, ["),
-    "the body holds region ops": (BODY_LOAD, BODY_LOAD + "    if %c {\n      yield []\n    } {\n"
+    "the body holds control flow": (BODY_LOAD, BODY_LOAD + "    if %c {\n      yield []\n    } {\n"
                                   "      yield []\n    }\n"),
     "`other` is not a constant 0": (BODY_LOAD, "    %o = constant {value = 1.0, type = tile<16x16xf16>} : "
                                     "tile<16x16xf16>\n    %x = load %p, _, %o : tile<16x16xf16>\n"),

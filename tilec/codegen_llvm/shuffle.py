@@ -16,8 +16,10 @@ from llvmlite import ir as llir
 
 from .. import ir
 from ..ir.types import PointerType, TileType, elem_type, shape_of
-from .kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers
-from ..ir.layouts import DotOperand, num_registers, vector_runs
+from .kernel import (
+    I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers, thread_layout_bits,
+)
+from ..ir.layouts import DotOperand, num_registers, register_offsets, replicating, vector_runs
 from .memory import MAX_VECTOR_BYTES, _from_memory, _pack, _to_memory
 from .mma import convert_to_operand
 from .scalar_base import memory_type
@@ -134,11 +136,38 @@ def _convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
     if src.layout == dst.layout:
         ctx.bind(op.results, [ctx[op.src]])
         return
+    local = _register_permutation(ctx, src, dst)
+    if local is not None:
+        regs = ctx[op.src]
+        ctx.bind(op.results, [[regs[i] for i in local]])
+        return
     if isinstance(dst.layout, DotOperand):
         ctx.bind(op.results, [convert_to_operand(ctx, ctx[op.src], src, dst)])
         return
     index = row_major(ctx, src.shape)
     ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, index)], [(dst, index)], row_major=True))
+
+
+def _register_permutation(ctx: Ctx, src: TileType, dst: TileType) -> Optional[list[int]]:
+    """When every thread already holds the elements ``dst`` gives it -- the
+    two layouts spread lane and warp bits over the dims alike (an mma
+    accumulator and the ``a`` operand of a dot chained to it) -- the source
+    register each result register is; else None."""
+    if _bit_signature(ctx, src) != _bit_signature(ctx, dst):
+        return None
+    index = {}
+    for r, offs in enumerate(register_offsets(src.layout, src.shape)):
+        index.setdefault(offs, r)
+    wanted = register_offsets(dst.layout, dst.shape)
+    if not all(offs in index for offs in wanted):
+        return None
+    return [index[offs] for offs in wanted]
+
+
+def _bit_signature(ctx: Ctx, t: TileType) -> set:
+    """What each lane/warp bit does in ``t``'s layout (copies or a step along a dim)."""
+    return {(b.warp, b.bit, None if replicating(b, t.shape) else (b.dim, b.value))
+            for b in thread_layout_bits(ctx, t.layout, t.shape)}
 
 
 @lowers(ir.Reshape)

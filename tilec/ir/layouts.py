@@ -385,14 +385,11 @@ def _log2(n: int) -> int:
 
 def base_alignment(layout: Layout, shape: tuple[int, ...]) -> int:
     """A power of two that divides every thread's base coordinate along the
-    tile's last dim (``vector_runs`` may then move that many at once)."""
-    if isinstance(layout, Mma):
-        return 2
-    if isinstance(layout, DotOperand):
-        return layout.kwidth if layout.idx == 0 else 1
-    root = root_blocked(layout)
-    d = kept_dims(layout)[-1]
-    return min(root.spt[d], root_shape(layout, shape)[d])
+    tile's last dim (``vector_runs`` may then move that many at once): the
+    least a lane or warp bit adds there (the dim's size when none does)."""
+    last = len(shape) - 1
+    steps = [t.value for t in thread_bits(layout, shape, 1) if t.dim == last and not replicating(t, shape)]
+    return min(steps, default=shape[last])
 
 
 def vector_runs(layout: Layout, shape: tuple[int, ...], limit: int) -> list[tuple[int, int]]:

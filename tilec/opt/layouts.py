@@ -49,10 +49,55 @@ def assign_layouts(fn: Function, num_warps: int, warp_size: int = 32) -> Functio
         for v in op.results:
             _check_power_of_two(fn, op, v)
     prefs = _PreferredLayouts(fn, num_warps, warp_size)
-    wants = _wanted_layouts(fn, prefs)
-    assigner = _Assigner(prefs, wants)
-    body = assigner.block(fn.body, [a.type for a in fn.body.args])
+    derived = dot_derived(fn)
+    prefs.mma_along_m = any(op.a in derived for op in ir.walk(fn.body) if isinstance(op, ir.Dot))
+    carried: dict[Value, Layout] = {}
+    for _ in range(MAX_ROUNDS):
+        wants = _wanted_layouts(fn, prefs, derived, carried)
+        assigner = _Assigner(prefs, wants)
+        body = assigner.block(fn.body, [a.type for a in fn.body.args])
+        if not assigner.carried_changes or all(carried.get(v) == l for v, l in assigner.carried_changes.items()):
+            break
+        carried.update(assigner.carried_changes)
     return Function(fn.name, body, list(fn.arg_names), [dict(a) for a in fn.arg_attrs], fn.loc)
+
+
+# Rounds of assignment: a loop-carried value whose next value comes out in
+# another layout (an online softmax's running max, computed from a dot's rows)
+# is carried in that layout from the next round on.
+MAX_ROUNDS = 3
+
+
+def dot_derived(fn: Function) -> set[Value]:
+    """Tiles computed from a tensor-core ``dot``'s result (through any ops but
+    memory accesses; loop-carried values included): they stay in the
+    accumulator's layout family, whatever their users would like."""
+    derived: set[Value] = set()
+
+    def visit(block: Block) -> bool:
+        grew = False
+        for op in block.ops:
+            for region in op.regions:
+                grew |= visit(region)
+            if isinstance(op, MEMORY_OPS):
+                continue
+            hit = isinstance(op, ir.Dot) or any(v in derived for v in op.operands)
+            if isinstance(op, ir.For):
+                hit = False
+                yielded = op.body.terminator.values
+                for k, (init, arg, res) in enumerate(zip(op.inits, op.body.args[1:], op.results)):
+                    if (init in derived or yielded[k] in derived) and res not in derived:
+                        derived.update((arg, res))
+                        grew = True
+            if hit:
+                new = [r for r in op.results if isinstance(r.type, TileType) and r not in derived]
+                derived.update(new)
+                grew |= bool(new)
+        return grew
+
+    while visit(fn.body):
+        pass
+    return derived
 
 
 def _check_power_of_two(fn: Function, op: Op, v: Value) -> None:
@@ -70,6 +115,7 @@ class _PreferredLayouts:
 
     def __init__(self, fn: Function, num_warps: int, warp_size: int):
         self.num_warps, self.warp_size = num_warps, warp_size
+        self.mma_along_m = False  # warps own whole rows of every dot's result (chained dots)
         self.by_shape: dict[tuple, Blocked] = {}
         axes = analyze_axes(fn)
         wishes: dict[tuple, tuple] = {}
@@ -104,20 +150,29 @@ def _access_shape(ptr: Value, axes: dict) -> tuple[tuple[int, ...], int]:
 # 2. What each value's users want
 # --------------------------------------------------------------------------- #
 
-def _wanted_layouts(fn: Function, prefs: _PreferredLayouts) -> dict[Value, Layout]:
-    """For values whose users agree on a layout, that layout (first user wins)."""
-    wants: dict[Value, Layout] = {}
+def _wanted_layouts(fn: Function, prefs: _PreferredLayouts, derived: set,
+                    carried: dict[Value, Layout]) -> dict[Value, Layout]:
+    """For values whose users agree on a layout, that layout (first user wins);
+    ``carried`` (loop-carried values and their inits, from an earlier round)
+    first.  A value computed from a dot's result wants nothing but an
+    accumulator-family layout: it takes its operands' (step 3)."""
+    wants: dict[Value, Layout] = dict(carried)
 
     def want_of(v: Value) -> Optional[Layout]:
         if not isinstance(v.type, TileType):
             return None
-        return wants.get(v) or prefs[v.type.shape]
+        got = wants.get(v)
+        if v in derived:
+            return got if is_accumulator_family(got) else None
+        return got or prefs[v.type.shape]
 
     def visit(block: Block, parent: Optional[Op]) -> None:
         for op in reversed(block.ops):
             for region in reversed(op.regions):
                 visit(region, op)
             for operand, layout in _demands(op, parent, want_of, prefs):
+                if operand in derived and not is_accumulator_family(layout):
+                    continue  # made from a dot's result: it stays where that is, its user converts
                 if layout is not None and operand not in wants and isinstance(operand.type, TileType):
                     wants[operand] = layout
 
@@ -133,7 +188,7 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
             return []
         return [(op.src, Slice(_blocked_or(want_of(op.result), prefs, op.result), op.axis))]
     if isinstance(op, ir.Dot):
-        mma = tensor_core_layouts(op, prefs.num_warps)
+        mma = tensor_core_layouts(op, prefs.num_warps, prefs.mma_along_m)
         return list(zip((op.a, op.b, op.acc), mma)) if mma else []
     if isinstance(op, ir.Broadcast):
         return [(op.src, _blocked_or(want_of(op.result), prefs, op.result))]
@@ -149,10 +204,11 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
 
 
 def _blocked_or(layout: Optional[Layout], prefs: _PreferredLayouts, v: Value) -> Layout:
-    """``layout`` if it is blocked (or a slice of one), else ``v``'s shape's
-    preferred layout: broadcasts, ``expand_dims`` and reductions move
-    elements along dims, which the codegen does for blocked layouts only."""
-    return layout if is_blocked_family(layout) else prefs[v.type.shape]
+    """``layout`` if it is blocked or an accumulator's (or a slice of one),
+    else ``v``'s shape's preferred layout: broadcasts, ``expand_dims`` and
+    reductions need every dim's elements spread the same way at every size,
+    which operand layouts are not."""
+    return layout if is_blocked_family(layout) or is_accumulator_family(layout) else prefs[v.type.shape]
 
 
 def is_blocked_family(layout: Optional[Layout]) -> bool:
@@ -162,11 +218,21 @@ def is_blocked_family(layout: Optional[Layout]) -> bool:
     return isinstance(layout, Blocked)
 
 
-def tensor_core_layouts(op: ir.Dot, num_warps: int) -> Optional[tuple[DotOperand, DotOperand, Mma]]:
+def is_accumulator_family(layout: Optional[Layout]) -> bool:
+    """True for a tensor-core accumulator layout or a slice of one."""
+    while isinstance(layout, Slice):
+        layout = layout.parent
+    return isinstance(layout, Mma)
+
+
+def tensor_core_layouts(op: ir.Dot, num_warps: int,
+                        along_m: bool = False) -> Optional[tuple[DotOperand, DotOperand, Mma]]:
     """The ``(a, b, acc)`` layouts of ``op`` on the tensor cores (``mma.sync``),
     or None when it runs on the FMA units: batched dots, tiles smaller than
     one instruction, and element types without an instruction (f64, f32 with
-    ``input_precision`` other than ``"tf32"``)."""
+    ``input_precision`` other than ``"tf32"``).  ``along_m``: every warp
+    owns whole rows (chained dots: a row of the first result is a row of the
+    second's ``a``, so no warp needs another's elements)."""
     a_elem, c_elem = elem_type(op.a.type), elem_type(op.acc.type)
     kwidth = _MMA_KWIDTH.get((a_elem, c_elem))
     if kwidth is None or (a_elem == f32 and op.input_precision != "tf32") or len(op.a.type.shape) != 2:
@@ -174,7 +240,7 @@ def tensor_core_layouts(op: ir.Dot, num_warps: int) -> Optional[tuple[DotOperand
     (m, k), n = op.a.type.shape, op.b.type.shape[1]
     if m < 16 or n < 8 or k < 8 * kwidth:
         return None
-    mma = mma_layout((m, n), num_warps)
+    mma = Mma((max(1, min(num_warps, m // 16)), 1)) if along_m else mma_layout((m, n), num_warps)
     return DotOperand(0, kwidth, mma), DotOperand(1, kwidth, mma), mma
 
 
@@ -198,6 +264,9 @@ class _Assigner:
     def __init__(self, prefs: _PreferredLayouts, wants: dict[Value, Layout]):
         self.prefs, self.wants = prefs, wants
         self.vmap: dict[Value, Value] = {}
+        # loop-carried values (old body args and inits) whose next value came out in
+        # an accumulator-family layout other than theirs: the next round carries that
+        self.carried_changes: dict[Value, Layout] = {}
         self.out: list[Op] = []
 
     def block(self, old: Block, arg_types: list) -> Block:
@@ -225,10 +294,23 @@ class _Assigner:
         """``new`` (a value of the rebuilt IR) in ``layout``: itself, or a ``convert_layout`` of it."""
         if layout is None or not isinstance(new.type, TileType) or new.type.layout == layout:
             return new
-        loc = new.owner.loc if isinstance(new.owner, Op) else ir.UNKNOWN_LOC
+        owner = new.owner
+        if isinstance(owner, (ir.Constant, ir.Splat)) and not isinstance(getattr(owner, "src", None), Value) \
+                or isinstance(owner, ir.Splat) and not isinstance(owner.src.type, TileType):
+            return self.remake(owner, layout)  # a uniform tile: made again where needed, never moved
+        loc = owner.loc if isinstance(owner, Op) else ir.UNKNOWN_LOC
         conv = ir.ConvertLayout(src=new, layout=layout, loc=loc).make_results([new.name])
         self.out.append(conv)
         return conv.result
+
+    def remake(self, op: Op, layout: Layout) -> Value:
+        """Another copy of uniform-tile op ``op`` (a constant, a splat of a
+        scalar) of the rebuilt IR, in ``layout``."""
+        new = clone_op(op, {})
+        r = new.results[0]
+        r.type = TileType(r.type.shape, r.type.elem, layout)
+        self.out.append(new)
+        return r
 
     def emit(self, op: Op, operands: dict, layouts: list[Optional[Layout]], **changes) -> Op:
         """Append a copy of ``op`` with ``operands`` (field -> new value(s)) and
@@ -288,11 +370,10 @@ def _narrows_in_place(a: _Assigner, op: Op) -> bool:
 
 
 def _first_layout(a: _Assigner, tiles: list[Value]) -> Optional[Layout]:
-    for v in tiles:
-        layout = a.vmap[v].type.layout
-        if layout is not None:
-            return layout
-    return None
+    """The first operand's layout; an accumulator-family one if any operand has
+    one (the other operands are small or cheap to convert; a dot's result is not)."""
+    layouts = [a.vmap[v].type.layout for v in tiles if a.vmap[v].type.layout is not None]
+    return next((x for x in layouts if is_accumulator_family(x)), layouts[0] if layouts else None)
 
 
 def _fresh(a: _Assigner, op: Op) -> None:
@@ -340,7 +421,7 @@ def _dot(a: _Assigner, op: ir.Dot) -> None:
     """On the tensor cores: operands in their ``DotOperand`` layouts, the
     result in the ``Mma`` one.  On the FMA units (the codegen stages both
     operands in shared memory): operands as they are."""
-    mma = tensor_core_layouts(op, a.prefs.num_warps)
+    mma = tensor_core_layouts(op, a.prefs.num_warps, a.prefs.mma_along_m)
     if mma:
         a_layout, b_layout, layout = mma
         a.emit(op, {"a": a.get(op.a, a_layout), "b": a.get(op.b, b_layout), "acc": a.get(op.acc, layout)}, [layout])
@@ -355,9 +436,13 @@ def _join(a: _Assigner, op: ir.Join) -> None:
 
 
 def _for(a: _Assigner, op: ir.For) -> None:
-    inits = [a.get(v) for v in op.inits]
+    inits = [a.get(v, a.wants.get(arg)) for v, arg in zip(op.inits, op.body.args[1:])]
     arg_types = [a.get(op.lower).type] + [v.type for v in inits]
     body = a.block(op.body, arg_types)
+    for init, arg, t, v in zip(op.inits, op.body.args[1:], arg_types[1:], body.terminator.values):
+        got = _layout_of(v)
+        if got != _layout_of_type(t) and is_accumulator_family(got):
+            a.carried_changes[arg] = a.carried_changes[init] = got
     _convert_terminator(a, body, arg_types[1:])
     a.emit(op, {"lower": a.get(op.lower), "upper": a.get(op.upper), "step": a.get(op.step), "inits": inits},
            [_layout_of(v) for v in inits], body=body)

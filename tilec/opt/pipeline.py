@@ -39,7 +39,8 @@ analysis keeps the mask's constancy and the copy its 16-byte vectors.
 *Bail-outs* (the loop stays as it is; ``analyze_loop`` raises
 ``NotPipelinable`` saying which):
 
-* the body holds region ops (``if``, nested loops, reductions);
+* the body holds control flow (``if``, nested loops; reductions and scans,
+  whose regions only combine scalars, are fine);
 * the step is not a positive constant (the prologue's iterations are
   ``lower + p*step`` and "valid" is ``iv < upper``);
 * no candidate load;
@@ -127,8 +128,8 @@ class LoopStages:
 def analyze_loop(loop: ir.For, users: dict[Value, list[Op]]) -> LoopStages:
     """The stages of ``loop``, or ``NotPipelinable`` saying why it cannot be pipelined."""
     body = loop.body
-    if any(op.regions for op in body.ops):
-        raise NotPipelinable("the body holds region ops")
+    if any(op.regions and not isinstance(op, (ir.Reduce, ir.Scan)) for op in body.ops):
+        raise NotPipelinable("the body holds control flow (`if`, nested loops)")
     step = constant_value(loop.step)
     if step is NOT_CONSTANT or isinstance(step, bool) or step <= 0:
         raise NotPipelinable("the step is not a positive constant")
