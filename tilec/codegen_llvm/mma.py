@@ -24,6 +24,7 @@ from .. import ir
 from ..ir.layouts import DotOperand, Mma, Shared, mma_grid, swizzled_layout
 from ..ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
 from .kernel import I32, I64, Ctx, all_of, byte_offset, layout_coordinates
+from .memory import _from_memory, _to_memory
 from .scalar_base import llvm_type, memory_type
 
 
@@ -205,7 +206,7 @@ def load_shared_tile(ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarT
     mem = memory_type(elem)
     for coords in layout_coordinates(ctx, dst.layout, dst.shape):
         offset = swizzled_offset(ctx, layout, shape, coords, elem.bytes)
-        out.append(b.load(byte_offset(b, base, offset), typ=mem, align=elem.bytes))
+        out.append(_from_memory(ctx, b.load(byte_offset(b, base, offset), typ=mem, align=elem.bytes), elem))
     return out
 
 
@@ -214,7 +215,7 @@ def store_shared_tile(ctx: Ctx, regs: list, src: TileType, base, layout: Shared,
     b, elem = ctx.b, elem_type(src)
     for v, coords in zip(regs, layout_coordinates(ctx, src.layout, src.shape)):
         offset = swizzled_offset(ctx, layout, shape, coords, elem.bytes)
-        b.store(v, byte_offset(b, base, offset), align=elem.bytes)
+        b.store(_to_memory(ctx, v, elem), byte_offset(b, base, offset), align=elem.bytes)
 
 
 def ldmatrix_fits(op_layout: DotOperand, layout: Shared, elem: ScalarType) -> bool:
