@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import math
 import sys
 import zlib
@@ -35,7 +34,6 @@ from typing import NamedTuple, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import common, kernels  # noqa: E402
-from benchmarks.matmul import best_runs, first_launch_error  # noqa: E402
 
 
 class Config(NamedTuple):
@@ -76,14 +74,6 @@ REFERENCE_BYTES = 1 << 30  # float64 scores computed at a time for the reference
 
 
 # --- command line -------------------------------------------------------------------
-def parse_config(text: str) -> Config:
-    """``BLOCK_M,BLOCK_N,num_warps,num_stages``, e.g. ``128,64,8,3``."""
-    try:
-        return Config(*(int(part) for part in text.split(",")))
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"not a configuration: {text!r} (write BLOCK_M,BLOCK_N,warps,stages)")
-
-
 def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = common.base_parser("attention", __doc__)
     parser.add_argument("--quick", action="store_true",
@@ -92,20 +82,16 @@ def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--head-dims", type=int, choices=HEAD_DIMS, nargs="+", help="head dims (default: both)")
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both", help="causal masking")
     parser.add_argument("--dtypes", choices=DTYPES, nargs="+", help="input dtypes (default: float16)")
-    parser.add_argument("--configs", type=parse_config, nargs="+",
+    parser.add_argument("--configs", type=common.config_type(Config, "BLOCK_M,BLOCK_N,warps,stages"), nargs="+",
                         help="configurations BLOCK_M,BLOCK_N,warps,stages (default: all)")
-    parser.add_argument("--warmup", type=float, default=25, help="warm-up budget per measurement, ms")
-    parser.add_argument("--rep", type=float, default=100, help="timed budget per measurement, ms")
+    common.add_timing_options(parser)
     parser.add_argument("--dry-run", action="store_true",
                         help="no GPU: list the cases and compile tilec's configurations for --target")
     parser.add_argument("--target", default="sm_90", help="the arch --dry-run compiles for (default: %(default)s)")
     opts = parser.parse_args(argv)
     defaults = QUICK if opts.quick else {"seqs": SEQS, "head_dims": HEAD_DIMS, "dtypes": ["float16"],
                                          "configs": CONFIGS}
-    for name, value in defaults.items():
-        if getattr(opts, name) is None:
-            setattr(opts, name, value)
-    return opts
+    return common.fill_defaults(opts, defaults)
 
 
 def shapes(opts: argparse.Namespace) -> list[Shape]:
@@ -181,7 +167,7 @@ def make_case(shape: Shape, configs: list[Config], skipped: list[str]) -> common
         for config in (c for c in configs if usable(c, shape)):
             name, run = f"{language} {config}", functools.partial(
                 attention_with, kernel_for(language), q, k, v, out, lse, shape.causal, config)
-            why = first_launch_error(run)
+            why = common.first_launch_error(run)
             if why is None:
                 runs[name], poison[name] = run, [out]
             else:
@@ -200,7 +186,7 @@ def flops(shape: Shape) -> float:
 
 def summarize(shape: Shape, measured: dict) -> dict:
     """One row of the report from ``common.measure_case``'s row for this shape."""
-    best = best_runs(measured["ms"], common.languages())
+    best = common.best_runs(measured["ms"], common.languages())
     rates = {provider: flops(shape) / ms / 1e9 for provider, (ms, _) in best.items()}
     row = {**shape._asdict(), "tflops": rates, "ms": {provider: ms for provider, (ms, _) in best.items()},
            "best_config": {provider: config for provider, (_, config) in best.items() if config},
@@ -222,29 +208,18 @@ def table(rows: list[dict]) -> str:
     headers = ["seq", "D", "causal", "dtype", "tilec TFLOP/s", "triton TFLOP/s", "SDPA TFLOP/s",
                "tilec/SDPA", "tilec/triton", "tilec best config", "target"]
     cells = [[row["seq"], row["head_dim"], "yes" if row["causal"] else "no", row["dtype"],
-              *(rate_cell(row, provider) for provider in ("tilec", "triton", SDPA)),
+              *(common.rate_cell(row, provider) for provider in ("tilec", "triton", SDPA)),
               common.ratio_text(row["tilec/sdpa"]), common.ratio_text(row["tilec/triton"]),
               row["best_config"].get("tilec", "-"), row["target"]] for row in rows]
     return common.format_table(headers, cells)
 
 
-def rate_cell(row: dict, provider: str) -> str:
-    if provider in row["tflops"]:
-        return f"{row['tflops'][provider]:.1f}"
-    return "FAIL" if any(name.split(" ")[0] == provider for name in row["failed"]) else "-"
-
-
 def plot(path: Path, rows: list[dict], gpu: str) -> Optional[Path]:
     """TFLOP/s over the sequence length, one panel per (dtype, head dim, causal),
     one line a provider; None without matplotlib."""
-    if importlib.util.find_spec("matplotlib") is None:
-        print("matplotlib is not installed: no plot")
+    plt = common.pyplot()
+    if plt is None:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     panels = list(dict.fromkeys((row["dtype"], row["head_dim"], row["causal"]) for row in rows))
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.5), squeeze=False)
     for ax, (dtype, head_dim, causal) in zip(axes[0], panels):
@@ -314,29 +289,9 @@ def main(opts: argparse.Namespace) -> None:
     config = {"batch": BATCH, "heads": HEADS, "configs": [c._asdict() for c in opts.configs],
               "tflops": "4 * B * H * N^2 * D, halved when causal", "tolerance": TOLERANCE,
               "kernel": "docs/tutorials/05_fused_attention.py (tutorial 06 forward)", "sdpa_backend": "FLASH_ATTENTION"}
-    common.write_json(opts.out, {"benchmark": "attention", "config": config, "target": TARGET["text"], **info,
-                                 "rows": rows, "skipped": skipped})
-    png = plot(opts.out.with_suffix(".png"), rows, info["gpu"])
-    print()
-    print(table(rows))
-    finish(rows, skipped, opts.out, png)
-
-
-def finish(rows: list[dict], skipped: list[str], out: Path, png: Optional[Path]) -> None:
-    """Which configuration won, the target, the skips and failures; exit 1 on a failure."""
-    wins = [row["best_config"]["tilec"] for row in rows if "tilec" in row["best_config"]]
-    if wins:
-        counts = {config: wins.count(config) for config in dict.fromkeys(wins)}
-        print("\ntilec's winning configurations: " + ", ".join(f"{c} ({n}x)" for c, n in counts.items()))
-    verdicts = [row["target"] for row in rows if row["target"]]
-    print(f"target {TARGET['text']}: {', '.join(verdicts) or 'not measured'}")
-    print(f"{len(skipped)} configuration(s) skipped" + "".join(f"\n  {line}" for line in skipped))
-    print(f"wrote {out}" + (f" and {png}" if png else ""))
-    failures = [(row, provider, why) for row in rows for provider, why in row["failed"].items()]
-    for row, provider, why in failures:
-        print(f"FAILED {provider} at N={row['seq']} D={row['head_dim']} causal={row['causal']} {row['dtype']}: {why}")
-    if failures:
-        sys.exit(1)
+    common.report_configs("attention", opts.out, {"config": config, "target": TARGET["text"], **info}, rows, skipped,
+                          plot, table,
+                          lambda row: f"N={row['seq']} D={row['head_dim']} causal={row['causal']} {row['dtype']}")
 
 
 if __name__ == "__main__":

@@ -98,13 +98,37 @@ def base_parser(name: str, doc: str) -> argparse.ArgumentParser:
     return parser
 
 
+def add_timing_options(parser: argparse.ArgumentParser) -> None:
+    """``--warmup`` and ``--rep``: ``do_bench``'s budgets per measurement."""
+    parser.add_argument("--warmup", type=float, default=25, help="warm-up budget per measurement, ms")
+    parser.add_argument("--rep", type=float, default=100, help="timed budget per measurement, ms")
+
+
+def fill_defaults(opts: argparse.Namespace, defaults: dict) -> argparse.Namespace:
+    """``opts`` with every option left unset (None) taken from ``defaults``."""
+    for name, value in defaults.items():
+        if getattr(opts, name) is None:
+            setattr(opts, name, value)
+    return opts
+
+
+def config_type(config_class: type, fields: str) -> Callable[[str], Any]:
+    """An argparse type that reads ``config_class`` from comma-separated ints
+    (``fields`` names them in the error message)."""
+    def parse(text: str):
+        try:
+            return config_class(*(int(part) for part in text.split(",")))
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"not a configuration: {text!r} (write {fields})")
+    return parse
+
+
 def sweep_options(name: str, doc: str, default_sizes: list[int]) -> argparse.Namespace:
     """Parse a sweep script's command line: ``--sizes``, ``--warmup``, ``--rep``, ``--out``."""
     parser = base_parser(name, doc)
     parser.add_argument("--sizes", type=parse_size, nargs="+", default=default_sizes,
                         help="sizes to run (default: %(default)s)")
-    parser.add_argument("--warmup", type=float, default=25, help="warm-up budget per measurement, ms")
-    parser.add_argument("--rep", type=float, default=100, help="timed budget per measurement, ms")
+    add_timing_options(parser)
     opts = parser.parse_args()
     opts.sizes = sorted(set(opts.sizes))  # the table and the plot read left to right
     return opts
@@ -330,14 +354,9 @@ def write_json(path: Path, result: dict) -> None:
 def plot_sweep(path: Path, sweep: Sweep, rows: list[dict], gpu: str, copy: float) -> Optional[Path]:
     """GB/s over sizes, a line per provider and the copy ceiling dashed, like
     Triton's ``perf_report``; None (and a note) where matplotlib is missing."""
-    if importlib.util.find_spec("matplotlib") is None:
-        print("matplotlib is not installed: no plot")
+    plt = pyplot()
+    if plt is None:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(8, 5))
     for provider in PROVIDERS:
         points = [(row["size"], row["gbps"][provider]) for row in rows if provider in row["gbps"]]
@@ -353,3 +372,78 @@ def plot_sweep(path: Path, sweep: Sweep, rows: list[dict], gpu: str, copy: float
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+# --------------------------------------------------------------------------- #
+# Sweeps over configurations (matmul, attention): each compiler's best per row
+# --------------------------------------------------------------------------- #
+
+def first_launch_error(run) -> Optional[str]:
+    """None when ``run`` launches (compiling its kernel), else why not, in one line.
+    A wrong result is not judged here: the checks that follow do that."""
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 - any compiler's refusal of a configuration
+        lines = str(e).strip().splitlines() or [""]
+        return f"{type(e).__name__}: {lines[0]}"
+    return None
+
+
+def best_runs(measured: dict, languages: list[str]) -> dict:
+    """Per provider (the languages and ``torch``), its fastest run:
+    ``{provider: (ms, config text or None)}``; a run is named ``provider`` or
+    ``provider <config>``."""
+    best = {}
+    for provider in languages + ["torch"]:
+        times = {name: ms for name, ms in measured.items() if name == provider or name.startswith(provider + " ")}
+        if times:
+            name = min(times, key=times.get)
+            best[provider] = (times[name], name[len(provider) + 1:] or None)
+    return best
+
+
+def report_configs(name: str, out: Path, head: dict, rows: list[dict], skipped: list[str],
+                   plot: Callable[[Path, list, str], Optional[Path]], table: Callable[[list], str],
+                   describe: Callable[[dict], str]) -> None:
+    """A configuration sweep's ending: the JSON (``head`` -- config, target,
+    device -- then the rows and skips), the plot beside it, the table, which
+    configuration won for tilec, the target's verdicts, the skips and the
+    failures (each row named by ``describe``); exit 1 on a failure."""
+    write_json(out, {"benchmark": name, **head, "rows": rows, "skipped": skipped})
+    png = plot(out.with_suffix(".png"), rows, head["gpu"])
+    print()
+    print(table(rows))
+    target = head["target"]
+    wins = [row["best_config"]["tilec"] for row in rows if "tilec" in row["best_config"]]
+    if wins:
+        counts = {config: wins.count(config) for config in dict.fromkeys(wins)}
+        print("\ntilec's winning configurations: " + ", ".join(f"{c} ({n}x)" for c, n in counts.items()))
+    verdicts = [row["target"] for row in rows if row["target"]]
+    print(f"target {target}: {', '.join(verdicts) or 'not measured'}")
+    print(f"{len(skipped)} configuration(s) skipped" + "".join(f"\n  {line}" for line in skipped))
+    print(f"wrote {out}" + (f" and {png}" if png else ""))
+    failures = [(row, provider, why) for row in rows for provider, why in row["failed"].items()]
+    for row, provider, why in failures:
+        print(f"FAILED {provider} at {describe(row)}: {why}")
+    if failures:
+        sys.exit(1)
+
+
+def rate_cell(row: dict, provider: str) -> str:
+    """A provider's TFLOP/s in a configuration sweep's table: FAIL when a run of it failed, - when absent."""
+    if provider in row["tflops"]:
+        return f"{row['tflops'][provider]:.1f}"
+    return "FAIL" if any(name.split(" ")[0] == provider for name in row["failed"]) else "-"
+
+
+def pyplot():
+    """matplotlib's pyplot on a file backend, or None (said once) when it is not installed."""
+    if importlib.util.find_spec("matplotlib") is None:
+        print("matplotlib is not installed: no plot")
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import sys
 import zlib
 from pathlib import Path
@@ -73,30 +72,18 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return tuple(parts)
 
 
-def parse_config(text: str) -> Config:
-    """``BM,BN,BK,GROUP_M,num_warps,num_stages``, e.g. ``128,128,64,8,4,3``."""
-    try:
-        return Config(*(int(part) for part in text.split(",")))
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"not a configuration: {text!r} (write BM,BN,BK,GROUP_M,warps,stages)")
-
-
 def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = common.base_parser("matmul", __doc__)
     parser.add_argument("--quick", action="store_true",
                         help="4096^3 fp16 with the first two configurations (a fast device run)")
     parser.add_argument("--shapes", type=parse_shape, nargs="+", help="shapes: 4096 or MxNxK (default: all)")
     parser.add_argument("--dtypes", choices=DTYPES, nargs="+", help="input dtypes (default: both)")
-    parser.add_argument("--configs", type=parse_config, nargs="+",
+    parser.add_argument("--configs", type=common.config_type(Config, "BM,BN,BK,GROUP_M,warps,stages"), nargs="+",
                         help="configurations BM,BN,BK,GROUP_M,warps,stages (default: all)")
-    parser.add_argument("--warmup", type=float, default=25, help="warm-up budget per measurement, ms")
-    parser.add_argument("--rep", type=float, default=100, help="timed budget per measurement, ms")
+    common.add_timing_options(parser)
     opts = parser.parse_args(argv)
     defaults = QUICK if opts.quick else {"shapes": SHAPES, "dtypes": DTYPES, "configs": CONFIGS}
-    for name, value in defaults.items():
-        if getattr(opts, name) is None:
-            setattr(opts, name, value)
-    return opts
+    return common.fill_defaults(opts, defaults)
 
 
 # --- one shape ----------------------------------------------------------------------
@@ -107,17 +94,6 @@ def run_name(language: str, config: Config) -> str:
 def matmul_with(kernel, a, b, c, config: Config) -> dict:
     kernels.load_tutorial("matmul").launch_matmul(kernel, a, b, c, "", **config._asdict())
     return {"c": c}
-
-
-def first_launch_error(run) -> Optional[str]:
-    """None when ``run`` launches (compiling its kernel), else why not, in one line.
-    A wrong result is not judged here: the checks that follow do that."""
-    try:
-        run()
-    except Exception as e:  # noqa: BLE001 - any compiler's refusal of a configuration
-        lines = str(e).strip().splitlines() or [""]
-        return f"{type(e).__name__}: {lines[0]}"
-    return None
 
 
 def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str]) -> common.Case:
@@ -134,7 +110,7 @@ def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str
         for config in configs:
             name, run = run_name(language, config), functools.partial(
                 matmul_with, kernels.kernel_for("matmul", language), a, b, c, config)
-            why = first_launch_error(run)
+            why = common.first_launch_error(run)
             if why is None:
                 runs[name], poison[name] = run, [c]
             else:
@@ -146,17 +122,6 @@ def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str
                        refs={"c": a.double() @ b.double()}, tol=TOLERANCE[dtype], poison=poison)
 
 
-def best_runs(measured: dict, languages: list[str]) -> dict:
-    """Per provider, its fastest run: ``{provider: (ms, config text or None)}``."""
-    best = {}
-    for provider in languages + [CUBLAS]:
-        times = {name: ms for name, ms in measured.items() if name == provider or name.startswith(provider + " ")}
-        if times:
-            name = min(times, key=times.get)
-            best[provider] = (times[name], name[len(provider) + 1:] or None)
-    return best
-
-
 def tflops(shape: tuple, ms: float) -> float:
     M, N, K = shape
     return 2 * M * N * K / ms / 1e9
@@ -164,7 +129,7 @@ def tflops(shape: tuple, ms: float) -> float:
 
 def summarize(shape: tuple, dtype: str, measured: dict) -> dict:
     """One row of the report from ``common.measure_case``'s row for this shape."""
-    best = best_runs(measured["ms"], common.languages())
+    best = common.best_runs(measured["ms"], common.languages())
     rates = {provider: tflops(shape, ms) for provider, (ms, _) in best.items()}
     row = {"shape": list(shape), "dtype": dtype, "tflops": rates,
            "ms": {provider: ms for provider, (ms, _) in best.items()},
@@ -192,28 +157,17 @@ def table(rows: list[dict]) -> str:
     headers = ["shape", "dtype", "tilec TFLOP/s", "triton TFLOP/s", "cuBLAS TFLOP/s",
                "tilec/cuBLAS", "tilec/triton", "tilec best config", "target"]
     cells = [[shape_text(row["shape"]), row["dtype"],
-              *(rate_cell(row, provider) for provider in ("tilec", "triton", CUBLAS)),
+              *(common.rate_cell(row, provider) for provider in ("tilec", "triton", CUBLAS)),
               common.ratio_text(row["tilec/cublas"]), common.ratio_text(row["tilec/triton"]),
               row["best_config"].get("tilec", "-"), row["target"]] for row in rows]
     return common.format_table(headers, cells)
 
 
-def rate_cell(row: dict, provider: str) -> str:
-    if provider in row["tflops"]:
-        return f"{row['tflops'][provider]:.1f}"
-    return "FAIL" if any(name.split(" ")[0] == provider for name in row["failed"]) else "-"
-
-
 def plot(path: Path, rows: list[dict], gpu: str) -> Optional[Path]:
     """TFLOP/s per shape, one panel a dtype, one line a provider; None without matplotlib."""
-    if importlib.util.find_spec("matplotlib") is None:
-        print("matplotlib is not installed: no plot")
+    plt = common.pyplot()
+    if plt is None:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     dtypes = sorted({row["dtype"] for row in rows}, key=DTYPES.index)
     fig, axes = plt.subplots(1, len(dtypes), figsize=(7 * len(dtypes), 5), squeeze=False)
     for ax, dtype in zip(axes[0], dtypes):
@@ -246,29 +200,8 @@ def main(opts: argparse.Namespace) -> None:
             print(f"  {shape_text(shape)} {dtype} done", flush=True)
     config = {"configs": [c._asdict() for c in opts.configs], "tflops": "2 * M * N * K",
               "tolerance": TOLERANCE, "kernel": "tests/kernels/matmul.py (tutorial 03), fp16 output"}
-    common.write_json(opts.out, {"benchmark": "matmul", "config": config, "target": TARGET["text"], **info,
-                                 "rows": rows, "skipped": skipped})
-    png = plot(opts.out.with_suffix(".png"), rows, info["gpu"])
-    print()
-    print(table(rows))
-    finish(rows, skipped, opts.out, png)
-
-
-def finish(rows: list[dict], skipped: list[str], out: Path, png: Optional[Path]) -> None:
-    """Which configuration won, the target, the skips and failures; exit 1 on a failure."""
-    wins = [row["best_config"]["tilec"] for row in rows if "tilec" in row["best_config"]]
-    if wins:
-        counts = {config: wins.count(config) for config in dict.fromkeys(wins)}
-        print("\ntilec's winning configurations: " + ", ".join(f"{c} ({n}x)" for c, n in counts.items()))
-    verdicts = [row["target"] for row in rows if row["target"]]
-    print(f"target {TARGET['text']}: {', '.join(verdicts) or 'not measured'}")
-    print(f"{len(skipped)} configuration(s) skipped" + "".join(f"\n  {line}" for line in skipped))
-    print(f"wrote {out}" + (f" and {png}" if png else ""))
-    failures = [(row, provider, why) for row in rows for provider, why in row["failed"].items()]
-    for row, provider, why in failures:
-        print(f"FAILED {provider} at {shape_text(row['shape'])} {row['dtype']}: {why}")
-    if failures:
-        sys.exit(1)
+    common.report_configs("matmul", opts.out, {"config": config, "target": TARGET["text"], **info}, rows, skipped,
+                          plot, table, lambda row: f"{shape_text(row['shape'])} {row['dtype']}")
 
 
 if __name__ == "__main__":
