@@ -22,6 +22,7 @@ SCRIPTS = {
                                         r"dot_op<0, 2, mma<\[2, 4\]>>", r"128 x mma\.sync\.aligned\.m16n8k16",
                                         r"\d+ x cp\.async\.cg"]),
     "04_layer_norm.py": (15, [r"atomic_cas %Lock", r"\d+ x atom\.[\w.]*cas", r"= reduce \[%_var\]"]),
+    "05_fused_attention.py": (4, [r"\d+ x mma\.sync\.aligned\.m16n8k16", r"= reduce \["]),
 }
 
 
@@ -57,6 +58,7 @@ def test_a_failed_check_fails_the_script(tmp_path):
     ("softmax", "softmax_kernel", "02_fused_softmax.py"),
     ("matmul", "matmul_kernel", "03_matrix_multiplication.py"),
     ("layer_norm", "_layer_norm_bwd_dx_fused", "04_layer_norm.py"),
+    ("attention", "_attn_fwd", "05_fused_attention.py"),
 ])
 def test_kernels_are_written_once_in_the_tutorials(module, kernel, script):
     import importlib
