@@ -186,14 +186,8 @@ def flops(shape: Shape) -> float:
 
 def summarize(shape: Shape, measured: dict) -> dict:
     """One row of the report from ``common.measure_case``'s row for this shape."""
-    best = common.best_runs(measured["ms"], common.languages())
-    rates = {provider: flops(shape) / ms / 1e9 for provider, (ms, _) in best.items()}
-    row = {**shape._asdict(), "tflops": rates, "ms": {provider: ms for provider, (ms, _) in best.items()},
-           "best_config": {provider: config for provider, (_, config) in best.items() if config},
-           "runs_ms": measured["ms"], "error": measured["error"], "failed": dict(measured["failed"])}
-    for language in common.languages():  # a compiler none of whose configurations ran has failed
-        if language not in best and not any(name.startswith(language + " ") for name in row["failed"]):
-            row["failed"][language] = "no configuration launched (see skipped)"
+    row = {**shape._asdict(), **common.best_of_configs(measured, lambda ms: flops(shape) / ms / 1e9)}
+    rates = row["tflops"]
     tilec = rates.get("tilec")
     row["tilec/sdpa"] = tilec / rates[SDPA] if tilec and rates.get(SDPA) else None
     row["tilec/triton"] = tilec / rates["triton"] if tilec and rates.get("triton") else None

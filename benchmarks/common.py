@@ -402,6 +402,22 @@ def best_runs(measured: dict, languages: list[str]) -> dict:
     return best
 
 
+def best_of_configs(measured: dict, tflops: Callable[[float], float]) -> dict:
+    """A configuration sweep's row fields from ``measure_case``'s row: each
+    provider's best time, its TFLOP/s (``tflops(ms)``) and configuration,
+    every run's time, the error and the failures (a compiler none of whose
+    configurations ran has failed)."""
+    best = best_runs(measured["ms"], languages())
+    row = {"tflops": {provider: tflops(ms) for provider, (ms, _) in best.items()},
+           "ms": {provider: ms for provider, (ms, _) in best.items()},
+           "best_config": {provider: config for provider, (_, config) in best.items() if config},
+           "runs_ms": measured["ms"], "error": measured["error"], "failed": dict(measured["failed"])}
+    for language in languages():
+        if language not in best and not any(name.startswith(language + " ") for name in row["failed"]):
+            row["failed"][language] = "no configuration launched (see skipped)"
+    return row
+
+
 def report_configs(name: str, out: Path, head: dict, rows: list[dict], skipped: list[str],
                    plot: Callable[[Path, list, str], Optional[Path]], table: Callable[[list], str],
                    describe: Callable[[dict], str]) -> None:

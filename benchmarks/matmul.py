@@ -129,15 +129,8 @@ def tflops(shape: tuple, ms: float) -> float:
 
 def summarize(shape: tuple, dtype: str, measured: dict) -> dict:
     """One row of the report from ``common.measure_case``'s row for this shape."""
-    best = common.best_runs(measured["ms"], common.languages())
-    rates = {provider: tflops(shape, ms) for provider, (ms, _) in best.items()}
-    row = {"shape": list(shape), "dtype": dtype, "tflops": rates,
-           "ms": {provider: ms for provider, (ms, _) in best.items()},
-           "best_config": {provider: config for provider, (_, config) in best.items() if config},
-           "runs_ms": measured["ms"], "error": measured["error"], "failed": dict(measured["failed"])}
-    for language in common.languages():  # a compiler none of whose configurations ran has failed
-        if language not in best and not any(name.startswith(language + " ") for name in row["failed"]):
-            row["failed"][language] = "no configuration launched (see skipped)"
+    row = {"shape": list(shape), "dtype": dtype, **common.best_of_configs(measured, lambda ms: tflops(shape, ms))}
+    rates = row["tflops"]
     tilec = rates.get("tilec")
     row["tilec/cublas"] = tilec / rates[CUBLAS] if tilec and rates.get(CUBLAS) else None
     row["tilec/triton"] = tilec / rates["triton"] if tilec and rates.get("triton") else None

@@ -38,13 +38,6 @@ def cases():
                 yield pytest.param(shape, dtype, causal, config, id=name)
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    torch.zeros(1, device="cuda")  # torch sets up the primary context we share
-    return torch
-
-
 def lse_reference(torch, q, k, causal, sm_scale):
     """The rows' log-sum-exp in base 2 of the scaled logits, float64."""
     s = (q.double() @ k.double().transpose(-1, -2)) * sm_scale

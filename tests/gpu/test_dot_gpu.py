@@ -43,13 +43,6 @@ def cases():
                 yield pytest.param(size, dtype, activation, config, id=name)
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    torch.zeros(1, device="cuda")  # torch sets up the primary context we share
-    return torch
-
-
 @pytest.mark.parametrize("size,dtype,activation,config", list(cases()))
 def test_tutorial_matmul_on_the_gpu(torch, request, size, dtype, activation, config):
     M, N, K = size
