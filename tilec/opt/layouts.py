@@ -295,9 +295,8 @@ class _Assigner:
         if layout is None or not isinstance(new.type, TileType) or new.type.layout == layout:
             return new
         owner = new.owner
-        if isinstance(owner, (ir.Constant, ir.Splat)) and not isinstance(getattr(owner, "src", None), Value) \
-                or isinstance(owner, ir.Splat) and not isinstance(owner.src.type, TileType):
-            return self.remake(owner, layout)  # a uniform tile: made again where needed, never moved
+        if _is_uniform(owner):
+            return self.remake(owner, layout)  # made again where needed, never moved
         loc = owner.loc if isinstance(owner, Op) else ir.UNKNOWN_LOC
         conv = ir.ConvertLayout(src=new, layout=layout, loc=loc).make_results([new.name])
         self.out.append(conv)
@@ -321,6 +320,11 @@ class _Assigner:
                 r.type = TileType(r.type.shape, r.type.elem, layout)
         self.out.append(new)
         return new
+
+
+def _is_uniform(op) -> bool:
+    """A constant tile or a splat of a scalar: every element the same."""
+    return isinstance(op, ir.Constant) or isinstance(op, ir.Splat) and not isinstance(op.src.type, TileType)
 
 
 def _operand_fields(op: Op) -> list[str]:
