@@ -4,13 +4,20 @@ layouts) and a property: every random kernel keeps its results."""
 from __future__ import annotations
 
 import math
+import re
+
+import numpy as np
 
 import pytest
 from hypothesis import given, settings
 from opt.golden import apply_pass
 from opt.random_kernels import kernel_cases, same_results
 
+import tilec
+import tilec.language as tl
 from tilec import ir
+from tilec.codegen_llvm.shuffle import _register_permutation
+from tilec.ir.types import TileType, f16
 from tilec.errors import CompilationError
 from tilec.ir.layouts import (
     Blocked, DotOperand, Mma, Slice, blocked_layout, num_registers, register_offsets, vector_runs,
@@ -200,3 +207,52 @@ def test_layouts_preserve_results(case):
         return
     verify_function(lowered)
     assert same_results(case.run(lowered), want)
+
+
+# --- chained dots (attention) ------------------------------------------------------
+
+@tilec.jit
+def _chained(Q, K, V, O, N_CTX, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    offs_m, offs_n, offs_d = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(Q + offs_m[:, None] * D + offs_d[None, :])
+    m_i = tl.zeros([BM], dtype=tl.float32) - float("inf")
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    for start_n in range(0, N_CTX, BN):
+        k = tl.load(K + (start_n + offs_n)[None, :] * D + offs_d[:, None])
+        qk = tl.dot(q, k)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        acc = acc * tl.math.exp2(m_i - m_ij)[:, None]
+        v = tl.load(V + (start_n + offs_n)[:, None] * D + offs_d[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+    tl.store(O + offs_m[:, None] * D + offs_d[None, :], acc.to(tl.float16))
+
+
+def test_chained_dots_keep_the_softmax_in_the_accumulator_layout():
+    """Warps along M for both dots; reductions, broadcasts and the carried max
+    in mma / slice<mma>; inside the loop the only conversion left is p into
+    the second dot's operand layout (a register renaming in the codegen)."""
+    x = np.zeros(64 * 64, np.float16)
+    gpu = _chained.compile(x, x, x, x, 256, D=64, BM=64, BN=32, num_warps=4, num_stages=2, target="sm_90")
+    text = gpu.asm["tir-gpu"]
+    assert text.count("mma<[4, 1]>") > 0 and "mma<[2, 2]>" not in text
+    start = text.index(" = for ")
+    loop = text[start:text.index("\n  }\n", start)]
+    moved = re.findall(r"convert_layout %\w+ \{layout = (\w+).*: tile<\w+x(f16|f32)", loop)
+    assert moved == [("dot_op", "f16")]   # (an i32 column offset of the K pointers moves too)
+    assert "tile<64xf32, slice<1, mma<[4, 1]>>>" in loop.splitlines()[0]   # the running max is carried there
+    assert "reduce [%qk] {axis = 1} : tile<64xf32, slice<1, mma<[4, 1]>>>" in loop
+
+
+def test_an_accumulator_becomes_the_next_dots_operand_by_renaming_registers():
+    class Ctx:
+        num_warps = 4
+        target = type("T", (), {"warp_size": 32})
+    acc = TileType((64, 32), f16, Mma((4, 1)))
+    operand = TileType((64, 32), f16, DotOperand(0, 2, Mma((4, 1))))
+    perm = _register_permutation(Ctx(), acc, operand)
+    assert sorted(perm) == list(range(num_registers(acc.layout, acc.shape)))
+    assert [register_offsets(acc.layout, acc.shape)[i] for i in perm] == register_offsets(operand.layout, operand.shape)
+    split = TileType((64, 32), f16, DotOperand(0, 2, Mma((2, 2))))    # a warp there holds half a row: no renaming
+    assert _register_permutation(Ctx(), TileType((64, 32), f16, Mma((2, 2))), split) is None
