@@ -49,8 +49,8 @@ def assign_layouts(fn: Function, num_warps: int, warp_size: int = 32) -> Functio
         for v in op.results:
             _check_power_of_two(fn, op, v)
     prefs = _PreferredLayouts(fn, num_warps, warp_size)
-    derived = dot_derived(fn)
-    prefs.mma_along_m = any(op.a in derived for op in ir.walk(fn.body) if isinstance(op, ir.Dot))
+    prefs.mma_along_m = any(op.a in dot_derived(fn, prefs) for op in ir.walk(fn.body) if isinstance(op, ir.Dot))
+    derived = dot_derived(fn, prefs)  # with the warp grids just chosen
     carried: dict[Value, Layout] = {}
     for _ in range(MAX_ROUNDS):
         wants = _wanted_layouts(fn, prefs, derived, carried)
@@ -68,31 +68,46 @@ def assign_layouts(fn: Function, num_warps: int, warp_size: int = 32) -> Functio
 MAX_ROUNDS = 3
 
 
-def dot_derived(fn: Function) -> set[Value]:
-    """Tiles computed from a tensor-core ``dot``'s result (through any ops but
-    memory accesses; loop-carried values included): they stay in the
-    accumulator's layout family, whatever their users would like."""
-    derived: set[Value] = set()
+def dot_derived(fn: Function, prefs: "_PreferredLayouts") -> dict[Value, Layout]:
+    """Tiles computed from a tensor-core ``dot``'s result (through elementwise
+    ops, reductions, ``expand_dims`` and broadcasts; loop-carried values
+    included), each with the accumulator-family layout it has there: they
+    stay in it, whatever their users would like, and what they are computed
+    with (a causal mask, a scale) is made in it."""
+    derived: dict[Value, Layout] = {}
+
+    def layout_of(op: Op) -> Optional[Layout]:
+        if isinstance(op, ir.Dot):
+            mma = tensor_core_layouts(op, prefs.num_warps, prefs.mma_along_m)
+            return mma[2] if mma else None
+        src = next((derived[v] for v in op.operands if v in derived), None)
+        if src is None:
+            return None
+        if isinstance(op, ir.Reduce):
+            return Slice(src, op.axis) if op.axis is not None and src.rank > 1 else None
+        if isinstance(op, ir.ExpandDims):
+            return src.parent if isinstance(src, Slice) and src.dim == op.axis else None
+        return src if _is_elementwise(op) else None
 
     def visit(block: Block) -> bool:
         grew = False
         for op in block.ops:
             for region in op.regions:
                 grew |= visit(region)
-            if isinstance(op, MEMORY_OPS):
-                continue
-            hit = isinstance(op, ir.Dot) or any(v in derived for v in op.operands)
             if isinstance(op, ir.For):
-                hit = False
                 yielded = op.body.terminator.values
-                for k, (init, arg, res) in enumerate(zip(op.inits, op.body.args[1:], op.results)):
-                    if (init in derived or yielded[k] in derived) and res not in derived:
-                        derived.update((arg, res))
+                for init, arg, res, out in zip(op.inits, op.body.args[1:], op.results, yielded):
+                    got = derived.get(init) or derived.get(out)
+                    if got is not None and res not in derived:
+                        derived[arg] = derived[res] = got
                         grew = True
-            if hit:
-                new = [r for r in op.results if isinstance(r.type, TileType) and r not in derived]
-                derived.update(new)
-                grew |= bool(new)
+                continue
+            layout = None if isinstance(op, MEMORY_OPS) else layout_of(op)
+            if layout is not None:
+                for r in op.results:
+                    if isinstance(r.type, TileType) and r not in derived:
+                        derived[r] = layout
+                        grew = True
         return grew
 
     while visit(fn.body):
@@ -150,12 +165,12 @@ def _access_shape(ptr: Value, axes: dict) -> tuple[tuple[int, ...], int]:
 # 2. What each value's users want
 # --------------------------------------------------------------------------- #
 
-def _wanted_layouts(fn: Function, prefs: _PreferredLayouts, derived: set,
+def _wanted_layouts(fn: Function, prefs: _PreferredLayouts, derived: dict[Value, Layout],
                     carried: dict[Value, Layout]) -> dict[Value, Layout]:
     """For values whose users agree on a layout, that layout (first user wins);
     ``carried`` (loop-carried values and their inits, from an earlier round)
-    first.  A value computed from a dot's result wants nothing but an
-    accumulator-family layout: it takes its operands' (step 3)."""
+    first.  A value computed from a dot's result wants its accumulator-family
+    layout (``dot_derived``), so what it is computed with is made there."""
     wants: dict[Value, Layout] = dict(carried)
 
     def want_of(v: Value) -> Optional[Layout]:
@@ -163,7 +178,7 @@ def _wanted_layouts(fn: Function, prefs: _PreferredLayouts, derived: set,
             return None
         got = wants.get(v)
         if v in derived:
-            return got if is_accumulator_family(got) else None
+            return got if is_accumulator_family(got) else derived[v]
         return got or prefs[v.type.shape]
 
     def visit(block: Block, parent: Optional[Op]) -> None:
