@@ -3,6 +3,7 @@ matter (coalesced vectors, slices through reduce/expand_dims, loop-carried
 layouts) and a property: every random kernel keeps its results."""
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -20,7 +21,8 @@ from tilec.codegen_llvm.shuffle import _register_permutation
 from tilec.ir.types import TileType, f16
 from tilec.errors import CompilationError
 from tilec.ir.layouts import (
-    Blocked, DotOperand, Mma, Slice, blocked_layout, num_registers, register_offsets, vector_runs,
+    Blocked, DotOperand, Mma, Slice, blocked_layout, kept_dims, num_registers, register_offsets, replicating,
+    root_layout, root_shape, thread_bits, vector_runs,
 )
 from tilec.ir.verify import verify_function
 from tilec.opt.layouts import assign_layouts
@@ -256,3 +258,68 @@ def test_an_accumulator_becomes_the_next_dots_operand_by_renaming_registers():
     assert [register_offsets(acc.layout, acc.shape)[i] for i in perm] == register_offsets(operand.layout, operand.shape)
     split = TileType((64, 32), f16, DotOperand(0, 2, Mma((2, 2))))    # a warp there holds half a row: no renaming
     assert _register_permutation(Ctx(), TileType((64, 32), f16, Mma((2, 2))), split) is None
+
+
+def _bases_from_bits(layout, shape, lane, warp, num_warps):
+    base = [0] * len(shape)
+    for b in thread_bits(layout, shape, num_warps):
+        if b.dim is not None and b.value < shape[b.dim] and ((warp if b.warp else lane) >> b.bit) & 1:
+            base[b.dim] += b.value
+    return base
+
+
+def _bases_from_plans(layout, lane, warp, shape):
+    """The blocked layout's definition (module docstring of ir/layouts.py), computed directly."""
+    root = root_layout(layout)
+    plans = root.dim_plans(root_shape(layout, shape))
+    ids, lane_stride, warp_stride = {}, 1, 1
+    for d in root.order:
+        p = plans[d]
+        lane_d, warp_d = (lane // lane_stride) % p.tpw, (warp // warp_stride) % p.wpc
+        ids[d] = ((lane_d * p.spt + warp_d * p.spt * p.tpw) % p.size, lane_d < p.lanes and warp_d < p.warps)
+        lane_stride, warp_stride = lane_stride * p.tpw, warp_stride * p.wpc
+    kept = kept_dims(layout)
+    return [ids[d][0] for d in kept], all(owner for _, owner in ids.values())
+
+
+@pytest.mark.parametrize("shape, order, vector, num_warps", [
+    ((1024,), (0,), 4, 4), ((16, 64), (1, 0), 4, 4), ((64, 16), (0, 1), 2, 8), ((2, 4), (1, 0), 4, 4),
+    ((128, 64), (1, 0), 8, 8), ((4, 8, 16), (2, 1, 0), 4, 2), ((32, 1), (1, 0), 4, 4), ((1, 256), (1, 0), 8, 1)])
+def test_thread_bits_give_the_blocked_layouts_bases_and_owners(shape, order, vector, num_warps):
+    """Every thread's base coordinates and ownership, from the lane/warp bits,
+    equal the blocked layout's definition; for its slices too."""
+    parent = blocked_layout(shape, order, vector, num_warps)
+    layouts = [(parent, shape)] + [(Slice(parent, d), shape[:d] + shape[d + 1:]) for d in range(len(shape))
+                                   if len(shape) > 1]
+    for layout, tile in layouts:
+        bits = thread_bits(layout, tile, num_warps)
+        for warp in range(num_warps):
+            for lane in range(32):
+                want, owner = _bases_from_plans(layout, lane, warp, tile)
+                assert _bases_from_bits(layout, tile, lane, warp, num_warps) == want
+                copies = any(((warp if b.warp else lane) >> b.bit) & 1 for b in bits if replicating(b, tile))
+                if len(tile) == len(shape):   # a slice's owner also drops the removed dim's threads
+                    assert (not copies) == owner
+
+
+@pytest.mark.parametrize("layout, shape, num_warps", [
+    (Mma((1, 1)), (16, 8), 1), (Mma((2, 2)), (64, 32), 4), (Mma((4, 1)), (64, 64), 4), (Mma((2, 4)), (128, 256), 8),
+    (DotOperand(0, 2, Mma((2, 2))), (64, 32), 4), (DotOperand(1, 2, Mma((2, 2))), (32, 64), 4),
+    (DotOperand(0, 1, Mma((2, 1))), (32, 16), 2), (DotOperand(1, 4, Mma((1, 2))), (64, 16), 2),
+    (Slice(Mma((4, 1)), 1), (64,), 4), (Mma((4, 1)), (64, 1), 4)])
+def test_tensor_core_threads_hold_every_element_and_owners_hold_it_once(layout, shape, num_warps):
+    """Thread bases (from the bits) plus register offsets cover the tile; the
+    owners (no copy-making bit set) hold each element exactly once."""
+    bits = thread_bits(layout, shape, num_warps)
+    offsets = sorted(set(register_offsets(layout, shape)))
+    held, owned = set(), []
+    for warp in range(num_warps):
+        for lane in range(32):
+            base = _bases_from_bits(layout, shape, lane, warp, num_warps)
+            mine = {tuple(b + o for b, o in zip(base, offs)) for offs in offsets}
+            held |= mine
+            if not any(((warp if b.warp else lane) >> b.bit) & 1 for b in bits if replicating(b, shape)):
+                owned.extend(mine)
+    everything = set(itertools.product(*(range(n) for n in shape)))
+    assert held == everything
+    assert sorted(owned) == sorted(everything)
