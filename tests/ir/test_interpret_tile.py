@@ -190,16 +190,21 @@ def test_dot_accumulates_in_the_accumulator_type(t_in, t_acc, precision, data, p
     if precision == "tf32":
         a64, b64 = ref_round_bits(a64, 11), ref_round_bits(b64, 11)
     want = ref_round(a64 @ b64 + acc.astype(np.float64), t_acc)
-    # accumulation order is unspecified: allow k roundings of the accumulator type
+    # accumulation order is unspecified: allow k roundings of the accumulator type,
+    # each off by a relative ulp or, among subnormals, by the smallest subnormal
     scale = np.abs(a64) @ np.abs(b64) + np.abs(acc.astype(np.float64))
-    bound = (k + 1) * 2.0 ** (1 - _FLOAT_FORMAT[t_acc][0]) * scale
+    digits, min_exp, _ = _FLOAT_FORMAT[t_acc]
+    bound = (k + 1) * (2.0 ** (1 - digits) * scale + 2.0 ** (min_exp - digits))
     assert (np.abs(from_host(out, t_acc) - want) <= bound).all()
 
 
 def ref_round_bits(x, bits: int) -> np.ndarray:
-    """``x`` rounded to ``bits`` significant bits, nearest even (tf32 has 11)."""
-    m, e = np.frexp(x)
-    return np.ldexp(np.round(m * 2.0 ** bits) / 2.0 ** bits, e)
+    """``x`` rounded to ``bits`` significant bits, nearest even (tf32 has 11),
+    with f32's exponent range: below its smallest normal (frexp exponent
+    -125) the spacing stays that of the smallest normals, as tf32's does."""
+    _, e = np.frexp(x)
+    e = np.maximum(e, -125)
+    return np.ldexp(np.round(np.ldexp(x, bits - e)), e - bits)
 
 
 def matrix_pointers(ptr: str, t: str, rows: int, cols: int) -> str:
