@@ -23,7 +23,9 @@ from llvmlite import ir as llir
 
 from ..errors import CompilationError
 from ..ir.core import Block, Function, Op, Value
-from ..ir.layouts import Layout, ThreadBit, is_shared, num_registers, register_offsets, replicating, thread_bits
+from ..ir.layouts import (
+    Layout, ThreadBit, exact_log2, is_shared, num_registers, register_offsets, replicating, thread_bits,
+)
 from ..ir.interp_ops import registrar
 from ..ir.types import ScalarType, TileType
 from ..opt.axis_info import analyze_axes
@@ -237,7 +239,7 @@ def thread_bases(ctx: Ctx, layout: Layout, shape: tuple) -> list[llir.Value]:
         for warp, first, count, unit in _fields([t for t in bits if t.dim == d and t.value < size]):
             src = ctx.warp if warp else ctx.lane
             field = b.and_(b.lshr(src, I32(first)), I32((1 << count) - 1))
-            term = b.shl(field, I32(_log2(unit))) if unit > 1 else field
+            term = b.shl(field, I32(exact_log2(unit))) if unit > 1 else field
             base = term if base is None else b.add(base, term)
         out.append(base if base is not None else I32(0))
     return out
@@ -298,10 +300,6 @@ def all_of(b: llir.IRBuilder, conds: list):
     for c in conds[1:]:
         out = b.and_(out, c)
     return out
-
-
-def _log2(n: int) -> int:
-    return n.bit_length() - 1
 
 
 def linear_index(ctx: Ctx, coords: tuple, shape: tuple) -> llir.Value:

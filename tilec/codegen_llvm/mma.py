@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from llvmlite import ir as llir
 
 from .. import ir
-from ..ir.layouts import DotOperand, Mma, Shared, mma_grid, swizzled_layout
+from ..ir.layouts import Blocked, DotOperand, Mma, Shared, exact_log2, mma_grid, root_layout, swizzled_layout
 from ..ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
-from .kernel import I32, I64, Ctx, all_of, byte_offset, layout_coordinates
+from .kernel import I32, I64, Ctx, byte_offset, layout_coordinates
 from .memory import _from_memory, _to_memory
 from .scalar_base import llvm_type, memory_type
 
@@ -31,11 +31,7 @@ from .scalar_base import llvm_type, memory_type
 def _warp_ids(ctx: Ctx, mma: Mma) -> tuple:
     """The warp's ``(m, n)`` place on the layout's warp grid (i32 values)."""
     b, (wm, wn) = ctx.b, mma.wpc
-    return b.and_(ctx.warp, I32(wm - 1)), b.and_(b.lshr(ctx.warp, I32(_log2(wm))), I32(wn - 1))
-
-
-def _log2(n: int) -> int:
-    return n.bit_length() - 1
+    return b.and_(ctx.warp, I32(wm - 1)), b.and_(b.lshr(ctx.warp, I32(exact_log2(wm))), I32(wn - 1))
 
 
 # --------------------------------------------------------------------------- #
@@ -182,12 +178,12 @@ def swizzled_offset(ctx: Ctx, layout: Shared, shape: tuple, coords: tuple, elem_
     row, col = coords[slow - (len(shape) - 2)], coords[fast - (len(shape) - 2)]
     width = shape[fast]
     vec = layout.vec
-    chunk = b.lshr(col, I32(_log2(vec)))
+    chunk = b.lshr(col, I32(exact_log2(vec)))
     within = b.and_(col, I32(vec - 1))
     if layout.max_phase > 1:
-        phase = b.and_(b.lshr(row, I32(_log2(layout.per_phase))), I32(layout.max_phase - 1))
+        phase = b.and_(b.lshr(row, I32(exact_log2(layout.per_phase))), I32(layout.max_phase - 1))
         chunk = b.xor(chunk, phase)
-    index = b.add(b.add(b.mul(row, I32(width)), b.shl(chunk, I32(_log2(vec)))), within)
+    index = b.add(b.add(b.mul(row, I32(width)), b.shl(chunk, I32(exact_log2(vec)))), within)
     return b.mul(index, I32(elem_bytes))
 
 
@@ -313,9 +309,7 @@ def convert_to_operand(ctx: Ctx, regs: list, src: TileType, dst: TileType) -> li
 
 def _fastest_first(t: TileType) -> tuple:
     """Dims of a register tile, the one its threads hold consecutive elements of first."""
-    from ..opt.layouts import is_blocked_family
-    from ..ir.layouts import root_blocked
-
-    if is_blocked_family(t.layout) and len(root_blocked(t.layout).order) == len(t.shape):
-        return root_blocked(t.layout).order
+    root = root_layout(t.layout)
+    if isinstance(root, Blocked) and root.rank == len(t.shape):
+        return root.order
     return tuple(reversed(range(len(t.shape))))

@@ -354,9 +354,9 @@ def thread_bits(layout: Layout, shape: tuple[int, ...], num_warps: int, warp_siz
                                     (True, layout.wpc, lambda d: layout.spt[d] * layout.tpw[d])):
             shift = 0
             for d in layout.order:
-                for k in range(_log2(per_dim[d])):
+                for k in range(exact_log2(per_dim[d])):
                     bits.append(ThreadBit(warp, shift + k, d, unit(d) << k))
-                shift += _log2(per_dim[d])
+                shift += exact_log2(per_dim[d])
         return bits
     mma = layout if isinstance(layout, Mma) else layout.parent
     wm, wn = mma.wpc
@@ -365,12 +365,12 @@ def thread_bits(layout: Layout, shape: tuple[int, ...], num_warps: int, warp_siz
         low = [ThreadBit(False, k, 1, 2 << k) for k in range(2)]
     else:
         low = [ThreadBit(False, k, 1 - layout.idx, layout.kwidth << k) for k in range(2)]
-    high = [ThreadBit(False, 2 + k, outer_dim, 1 << k) for k in range(_log2(warp_size) - 2)]
+    high = [ThreadBit(False, 2 + k, outer_dim, 1 << k) for k in range(exact_log2(warp_size) - 2)]
     m_dim = 0 if not isinstance(layout, DotOperand) or layout.idx == 0 else None
     n_dim = 1 if not isinstance(layout, DotOperand) or layout.idx == 1 else None
-    warps = [ThreadBit(True, k, m_dim, 16 << k) for k in range(_log2(wm))]
-    warps += [ThreadBit(True, _log2(wm) + k, n_dim, 8 << k) for k in range(_log2(wn))]
-    warps += [ThreadBit(True, k, None, 0) for k in range(_log2(wm * wn), _log2(num_warps))]
+    warps = [ThreadBit(True, k, m_dim, 16 << k) for k in range(exact_log2(wm))]
+    warps += [ThreadBit(True, exact_log2(wm) + k, n_dim, 8 << k) for k in range(exact_log2(wn))]
+    warps += [ThreadBit(True, k, None, 0) for k in range(exact_log2(wm * wn), exact_log2(num_warps))]
     return low + high + warps
 
 
@@ -379,7 +379,8 @@ def replicating(bit: ThreadBit, shape: tuple[int, ...]) -> bool:
     return bit.dim is None or bit.value >= shape[bit.dim]
 
 
-def _log2(n: int) -> int:
+def exact_log2(n: int) -> int:
+    """``log2`` of a power of two."""
     return n.bit_length() - 1
 
 
