@@ -167,12 +167,7 @@ def make_case(shape: Shape, configs: list[Config], skipped: list[str]) -> common
         for config in (c for c in configs if usable(c, shape)):
             name, run = f"{language} {config}", functools.partial(
                 attention_with, kernel_for(language), q, k, v, out, lse, shape.causal, config)
-            why = common.first_launch_error(run)
-            if why is None:
-                runs[name], poison[name] = run, [out]
-            else:
-                skipped.append(f"{name} at {shape}: {why}")
-                print(f"  skipped {skipped[-1]}", flush=True)
+            common.add_config_run(runs, poison, skipped, name, run, [out], str(shape))
     runs[SDPA] = sdpa_run(q, k, v, shape.causal)
     nbytes = 4 * q.numel() * q.element_size()  # q, k, v read once, out written once
     return common.Case(size=shape.seq, nbytes=nbytes, runs=runs, refs={"out": reference(q, k, v, shape.causal)},

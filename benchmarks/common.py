@@ -389,6 +389,17 @@ def first_launch_error(run) -> Optional[str]:
     return None
 
 
+def add_config_run(runs: dict, poison: dict, skipped: list[str], name: str, run, outputs: list, where: str) -> None:
+    """A configuration's run joins ``runs`` (its ``outputs`` poisoned before each
+    check) when it launches; else ``skipped`` gets one line saying why."""
+    why = first_launch_error(run)
+    if why is None:
+        runs[name], poison[name] = run, outputs
+    else:
+        skipped.append(f"{name} at {where}: {why}")
+        print(f"  skipped {skipped[-1]}", flush=True)
+
+
 def best_runs(measured: dict, languages: list[str]) -> dict:
     """Per provider (the languages and ``torch``), its fastest run:
     ``{provider: (ms, config text or None)}``; a run is named ``provider`` or

@@ -110,12 +110,7 @@ def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str
         for config in configs:
             name, run = run_name(language, config), functools.partial(
                 matmul_with, kernels.kernel_for("matmul", language), a, b, c, config)
-            why = common.first_launch_error(run)
-            if why is None:
-                runs[name], poison[name] = run, [c]
-            else:
-                skipped.append(f"{name} at {shape_text(shape)} {dtype}: {why}")
-                print(f"  skipped {skipped[-1]}", flush=True)
+            common.add_config_run(runs, poison, skipped, name, run, [c], f"{shape_text(shape)} {dtype}")
     out = torch.empty(M, N, device=common.DEVICE, dtype=a.dtype)
     runs[CUBLAS], poison[CUBLAS] = (lambda: {"c": torch.matmul(a, b, out=out)}), [out]
     return common.Case(size=M * N * K, nbytes=2 * (M * K + K * N + M * N), runs=runs,
