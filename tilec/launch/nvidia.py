@@ -52,14 +52,18 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (coalesced global accesses, tensor
     cores for dots), its dot-feeding loop loads software-pipelined over
     ``num_stages`` shared-memory slots."""
+    from ..opt.cse import eliminate_common_subexpressions
     from ..opt.layouts import assign_layouts
     from ..opt.licm import hoist_loop_invariants
     from ..opt.pipeline import pipeline_loops
 
     with_layouts = assign_layouts(fn, build.options.num_warps, build.target.warp_size)
     check_ir(with_layouts)
-    # conversions of loop-invariant values (a dot operand loaded before the loop) leave it
-    pipelined = pipeline_loops(hoist_loop_invariants(with_layouts), build.options.num_stages)
+    # conversions of loop-invariant values (a dot operand loaded before the loop)
+    # leave it, and one value converted the same way twice (q for each of two
+    # loops, an arange made again in one layout) is converted once
+    hoisted = eliminate_common_subexpressions(hoist_loop_invariants(with_layouts))
+    pipelined = pipeline_loops(hoisted, build.options.num_stages)
     check_ir(pipelined)
     return pipelined
 

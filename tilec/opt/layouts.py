@@ -126,7 +126,8 @@ def _check_power_of_two(fn: Function, op: Op, v: Value) -> None:
 # --------------------------------------------------------------------------- #
 
 class _PreferredLayouts:
-    """``prefs[shape]``: the layout tiles of ``shape`` get unless something says otherwise."""
+    """``prefs[shape]``: the layout tiles of ``shape`` get unless something
+    says otherwise; ``prefs.access(op)``: the one memory op ``op`` coalesces in."""
 
     def __init__(self, fn: Function, num_warps: int, warp_size: int):
         self.num_warps, self.warp_size = num_warps, warp_size
@@ -134,14 +135,24 @@ class _PreferredLayouts:
         self.by_shape: dict[tuple, Blocked] = {}
         axes = analyze_axes(fn)
         wishes: dict[tuple, tuple] = {}
+        accesses: dict[Op, tuple] = {}
         for op in ir.walk(fn.body):
             if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
-                order, vector = _access_shape(op.ptr, axes)
+                order, vector = accesses[op] = _access_shape(op.ptr, axes)
                 shape = op.ptr.type.shape
                 first = wishes.setdefault(shape, (order, vector))
-                wishes[shape] = (first[0], max(first[1], vector))
+                if first[0] == order:
+                    wishes[shape] = (order, max(first[1], vector))
         for shape, (order, vector) in wishes.items():
             self.by_shape[shape] = blocked_layout(shape, order, vector, num_warps, warp_size)
+        # an access along another dim than its shape's first one (kᵀ beside q) gets its own
+        self.by_access: dict[Op, Blocked] = {
+            op: blocked_layout(op.ptr.type.shape, order, vector, num_warps, warp_size)
+            for op, (order, vector) in accesses.items() if order != self.by_shape[op.ptr.type.shape].order}
+
+    def access(self, op: Op) -> Blocked:
+        """The layout memory op ``op`` (of the input IR) takes its tiles in."""
+        return self.by_access.get(op) or self[op.ptr.type.shape]
 
     def __getitem__(self, shape: tuple) -> Blocked:
         got = self.by_shape.get(shape)
@@ -208,7 +219,7 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
     if isinstance(op, ir.Broadcast):
         return [(op.src, _blocked_or(want_of(op.result), prefs, op.result))]
     if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
-        return [(v, prefs[op.ptr.type.shape]) for v in op.operands]
+        return [(v, prefs.access(op)) for v in op.operands]
     if _is_elementwise(op) and isinstance(op.results[0].type, TileType):
         return [(v, want_of(op.results[0])) for v in op.operands]
     if isinstance(op, ir.Yield) and isinstance(parent, ir.For):
@@ -310,7 +321,7 @@ class _Assigner:
         if layout is None or not isinstance(new.type, TileType) or new.type.layout == layout:
             return new
         owner = new.owner
-        if _is_uniform(owner):
+        if _is_cheap(owner, layout, REMAKE_DEPTH):
             return self.remake(owner, layout)  # made again where needed, never moved
         loc = owner.loc if isinstance(owner, Op) else ir.UNKNOWN_LOC
         conv = ir.ConvertLayout(src=new, layout=layout, loc=loc).make_results([new.name])
@@ -318,9 +329,12 @@ class _Assigner:
         return conv.result
 
     def remake(self, op: Op, layout: Layout) -> Value:
-        """Another copy of uniform-tile op ``op`` (a constant, a splat of a
-        scalar) of the rebuilt IR, in ``layout``."""
-        new = clone_op(op, {})
+        """Another copy of cheap op ``op`` (``_is_cheap``) of the rebuilt IR in
+        ``layout``, its tile operands made again there too."""
+        tiles = {name: getattr(op, name) for name in _operand_fields(op)}
+        operand_layout = _remade_operand_layout(op, layout)
+        new = clone_op(op, {}, **{name: self.convert(v, operand_layout) for name, v in tiles.items()
+                                  if isinstance(v, Value) and isinstance(v.type, TileType)})
         r = new.results[0]
         r.type = TileType(r.type.shape, r.type.elem, layout)
         self.out.append(new)
@@ -337,9 +351,37 @@ class _Assigner:
         return new
 
 
-def _is_uniform(op) -> bool:
-    """A constant tile or a splat of a scalar: every element the same."""
-    return isinstance(op, ir.Constant) or isinstance(op, ir.Splat) and not isinstance(op.src.type, TileType)
+# How many ops deep a tile made from scalars and aranges may be and still be
+# made again in another layout rather than moved there.
+REMAKE_DEPTH = 4
+
+
+def _is_cheap(op, layout: Layout, depth: int) -> bool:
+    """Whether ``op``'s tile costs a thread a few instructions per element
+    wherever its elements are, in ``layout`` too: a constant, a splat of a
+    scalar, an ``arange``, or (at most ``depth`` deep) an elementwise op,
+    ``expand_dims`` or broadcast of such tiles (``start_n + offs_n``,
+    ``cols[None, :] < N``).  Converting one through shared memory would cost
+    far more than making it again."""
+    if isinstance(op, (ir.Constant, ir.Arange)):
+        return True
+    if isinstance(op, ir.Splat):
+        return not isinstance(op.src.type, TileType)
+    if depth == 0 or not isinstance(op, Op):
+        return False
+    operand_layout = _remade_operand_layout(op, layout)
+    return operand_layout is not None and all(_is_cheap(v.owner, operand_layout, depth - 1)
+                                              for v in op.operands if isinstance(v.type, TileType))
+
+
+def _remade_operand_layout(op: Op, layout: Layout) -> Optional[Layout]:
+    """The layout ``op``'s tile operands take when it is made again in
+    ``layout``; None if ``op`` is not one ``_is_cheap`` looks through."""
+    if isinstance(op, (ir.ExpandDims, ir.Broadcast)):
+        if not (is_blocked_family(layout) or is_accumulator_family(layout)):
+            return None  # a dot operand's elements are not spread the same way at every size
+        return Slice(layout, op.axis) if isinstance(op, ir.ExpandDims) else layout
+    return layout if _is_elementwise(op) else None
 
 
 def _operand_fields(op: Op) -> list[str]:
@@ -361,14 +403,14 @@ def _map_operands(a: _Assigner, op: Op, layout_of: Callable[[Value], Optional[La
 def _same_layout(a: _Assigner, op: Op) -> None:
     """Elementwise ops, memory ops, broadcasts: one layout for every tile.
     It is what the result's users want, else the first tile operand's, else
-    the shape's preferred one; memory ops always take the preferred one
+    the shape's preferred one; memory ops always take their access's
     (the layout chosen for coalescing)."""
     tiles = [v for v in op.operands if isinstance(v.type, TileType)]
     if not tiles and not any(isinstance(r.type, TileType) for r in op.results):
         a.emit(op, _map_operands(a, op, lambda v: None), [None] * len(op.results))
         return
     if isinstance(op, MEMORY_OPS):
-        layout = a.prefs[shape_of(op.ptr.type)]
+        layout = a.prefs.access(op)
     else:
         result = op.results[0]
         layout = a.wants.get(result) or _first_layout(a, tiles) or a.prefs[result.type.shape]
