@@ -21,6 +21,7 @@ from typing import Callable
 
 from llvmlite import ir as llir
 
+from .. import ir
 from ..errors import CompilationError
 from ..ir.core import Block, Function, Op, Value
 from ..ir.layouts import (
@@ -143,13 +144,23 @@ class Ctx:
             raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
                                    f"the NVIDIA backend cannot compile `{op.NAME}` yet", self.fn.name)
         self.scratch_start = self.plan.live_top(op)
-        if op.regions or op.NAME in FLUSHING_OPS:
+        if self.deferred and may_write_shared(op):
             self.flush_deferred()
         rule(self, op)
 
 
-# Ops that may write shared memory a deferred read comes from (besides ops with regions).
+# Ops that may write shared memory a deferred read comes from.
 FLUSHING_OPS = ("async_copy", "async_wait", "local_alloc", "barrier")
+# Ops whose regions hold control flow (a reduction's combine region is scalar code).
+CONTROL_FLOW = (ir.For, ir.If, ir.While)
+
+
+def may_write_shared(op: Op) -> bool:
+    """Whether ``op`` (a flushing op, or control flow around one) may change
+    the shared memory a deferred read comes from.  Scratch for conversions and
+    reductions lies above every live buffer, so those never do."""
+    return op.NAME in FLUSHING_OPS or isinstance(op, CONTROL_FLOW) and any(
+        may_write_shared(inner) for region in op.regions for inner in region.ops)
 
 
 def _users(fn: Function) -> dict[Value, list[tuple[Op, Block]]]:

@@ -16,6 +16,8 @@ one), as are ``ldmatrix`` and, in ``async_copy.py``, ``cp.async``.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from llvmlite import ir as llir
@@ -187,6 +189,22 @@ def swizzled_offset(ctx: Ctx, layout: Shared, shape: tuple, coords: tuple, elem_
     return b.mul(index, I32(elem_bytes))
 
 
+def split_offset(layout: Shared, shape: tuple, coords: tuple, elem_bytes: int) -> tuple[tuple, int]:
+    """Split constant matrix coordinates ``coords`` (added to a lane's own)
+    into small ones and a byte immediate: ``swizzled_offset(lane + coords) ==
+    swizzled_offset(lane + small) + imm`` for every lane inside the matrix.
+    A whole number of swizzle periods along either dim (``max_phase`` rows
+    of ``per_phase``; ``max_phase`` vectors) moves the element by a fixed
+    number of bytes: the XOR only touches the bits below a period."""
+    fast = layout.order[0] - (len(shape) - 2)
+    swizzled = layout.max_phase > 1
+    periods = [layout.per_phase * layout.max_phase if swizzled else 1] * 2
+    periods[fast] = layout.vec * layout.max_phase if swizzled else 1
+    small = tuple(c % period for c, period in zip(coords, periods))
+    high = [c - s for c, s in zip(coords, small)]
+    return small, (high[1 - fast] * shape[len(shape) - 2 + fast] + high[fast]) * elem_bytes
+
+
 def matrix_bytes(shape: tuple, elem: ScalarType) -> int:
     """Bytes of one matrix (the last two dims) of a shared tile."""
     return shape[-1] * shape[-2] * elem.bytes
@@ -255,22 +273,28 @@ class OperandReader:
         self.lane_outer = b.add(outer_warp, outer_off)
         self.words_per_rep = 4 if self.is_a else 2
         self.count = 4 if self.is_a or self.per_call == 2 else 2
-        self.fn = _ldmatrix_asm(self.count, self.trans)
 
     def words(self, ks: int) -> list[list]:
-        """Per instruction tile along the outer dim, its words for ``k`` step ``ks``."""
+        """Per instruction tile along the outer dim, its words for ``k`` step
+        ``ks``.  Each address is a lane's swizzled offset plus an immediate
+        (``split_offset``), so a loop keeps few address registers live."""
         b, out = self.ctx.b, []
+        wraps = self.reps * self.rep_stride > self.outer_size  # a tile narrower than its warps
+        lane_outer = self.lane_outer if self.trans else b.add(self.lane_outer, self.r)
+        lane_k = b.add(self.k_off, self.r) if self.trans else self.k_off
         for rep in range(0, self.reps, self.per_call):
-            outer = b.add(self.lane_outer, I32(rep * self.rep_stride))
-            k = b.add(self.k_off, I32(ks * self.op_layout.k_step))
-            if self.trans:
-                k = b.add(k, self.r)
+            outer, k = rep * self.rep_stride, ks * self.op_layout.k_step
+            if wraps:
+                lane = (b.and_(b.add(lane_outer, I32(outer)), I32(self.outer_size - 1)), b.add(lane_k, I32(k)))
+                imm = 0
             else:
-                outer = b.add(outer, self.r)
-            outer = b.and_(outer, I32(self.outer_size - 1))
-            coords = (outer, k) if self.is_a else (k, outer)
+                (outer, k), imm = split_offset(self.layout, self.shape, (outer, k) if self.is_a else (k, outer),
+                                               self.elem.bytes)
+                lane = (b.add(lane_outer, I32(outer)), b.add(lane_k, I32(k)))
+            coords = lane if self.is_a else lane[::-1]
             offset = swizzled_offset(self.ctx, self.layout, self.shape, coords, self.elem.bytes)
-            got = b.call(self.fn, [b.ptrtoint(byte_offset(b, self.base, offset), I64)])
+            got = b.call(_ldmatrix_asm(self.count, self.trans, imm),
+                         [b.ptrtoint(byte_offset(b, self.base, offset), I64)])
             regs = [b.extract_value(got, i) for i in range(self.count)]
             out.extend(regs[i:i + self.words_per_rep] for i in range(0, self.count, self.words_per_rep))
         return out
@@ -282,9 +306,12 @@ class OperandReader:
                 for x in _from_word(self.ctx, w, self.elem, self.op_layout.kwidth)]
 
 
-def _ldmatrix_asm(count: int, trans: bool) -> llir.InlineAsm:
+@functools.cache
+def _ldmatrix_asm(count: int, trans: bool, imm: int) -> llir.InlineAsm:
+    """``ldmatrix`` of ``count`` matrices from the address operand plus ``imm`` bytes."""
     outs = ", ".join(f"${i}" for i in range(count))
-    text = f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 {{{outs}}}, [${count}];"
+    address = f"${count}+{imm}" if imm else f"${count}"
+    text = f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 {{{outs}}}, [{address}];"
     ftype = llir.FunctionType(llir.LiteralStructType([I32] * count), [I64])
     return llir.InlineAsm(ftype, text, ",".join(["=r"] * count + ["l"]), side_effect=True)
 
