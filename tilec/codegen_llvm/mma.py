@@ -288,16 +288,20 @@ class OperandReader:
                 lane = (b.and_(b.add(lane_outer, I32(outer)), I32(self.outer_size - 1)), b.add(lane_k, I32(k)))
                 imm = 0
             else:
-                (outer, k), imm = split_offset(self.layout, self.shape, (outer, k) if self.is_a else (k, outer),
-                                               self.elem.bytes)
+                small, imm = split_offset(self.layout, self.shape, self._matrix_order((outer, k)), self.elem.bytes)
+                outer, k = self._matrix_order(small)  # the same swap takes it back
                 lane = (b.add(lane_outer, I32(outer)), b.add(lane_k, I32(k)))
-            coords = lane if self.is_a else lane[::-1]
+            coords = self._matrix_order(lane)
             offset = swizzled_offset(self.ctx, self.layout, self.shape, coords, self.elem.bytes)
             got = b.call(_ldmatrix_asm(self.count, self.trans, imm),
                          [b.ptrtoint(byte_offset(b, self.base, offset), I64)])
             regs = [b.extract_value(got, i) for i in range(self.count)]
             out.extend(regs[i:i + self.words_per_rep] for i in range(0, self.count, self.words_per_rep))
         return out
+
+    def _matrix_order(self, pair: tuple) -> tuple:
+        """``(outer, k)`` as the matrix's ``(row, column)`` (``a`` is ``M x K``, ``b`` ``K x N``)."""
+        return pair if self.is_a else pair[::-1]
 
     def registers(self) -> list:
         """The whole tile's registers, in the layout's order."""
