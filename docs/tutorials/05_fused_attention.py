@@ -222,9 +222,9 @@ def what_tilec_does(tut) -> None:
 def benchmark(tut, out: Path) -> None:
     from benchmarks import attention as attention_benchmark
 
-    tut.heading("benchmark: tilec vs Triton vs torch SDPA (flash), fp16, batch 4, 32 heads (benchmarks/attention.py)")
-    attention_benchmark.main(attention_benchmark.options(
-        ["--seqs", "1024", "2048", "4096", "8192", "--out", str(out / "attention.json")]))
+    tut.heading("benchmark: tilec vs Triton vs torch SDPA (flash), fp16, batch 4, 32 heads, head dims 64 and 128, "
+                "causal and not (benchmarks/attention.py)")
+    attention_benchmark.main(attention_benchmark.options(["--out", str(out / "attention.json")]))
 
 
 def main() -> None:
