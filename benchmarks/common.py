@@ -17,6 +17,7 @@ import argparse
 import datetime
 import importlib.util
 import json
+import os
 import platform
 import re
 import subprocess
@@ -178,12 +179,20 @@ def triton_version() -> Optional[str]:
 
 
 def git_commit() -> Optional[str]:
-    """The checkout's commit, or None where the tree is not a git checkout."""
+    """The measured tree's commit: ``$TILEC_COMMIT`` when set (a copy of a
+    checkout whose ``.git`` lags its files, as on a lent device machine), else
+    the checkout's, with ``-dirty`` when tracked files differ from it; None
+    where the tree is not a git checkout."""
+    if os.environ.get("TILEC_COMMIT"):
+        return os.environ["TILEC_COMMIT"]
     try:
-        proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        clean = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT, capture_output=True)
     except OSError:
         return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("" if clean.returncode == 0 else "-dirty")
 
 
 def copy_gbps(warmup: float, rep: float) -> float:
