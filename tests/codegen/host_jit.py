@@ -83,6 +83,16 @@ def missing_libcalls(op) -> list[str]:
     return [n for n in F16_LIBCALLS if uses_f16 and llvm.address_of_symbol(n) is None]
 
 
+def native_function(module: llir.Module, name: str, fnty):
+    """Function ``name`` of ``module``, compiled for this host, as a ctypes ``fnty``."""
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    engine = _engine()
+    engine.add_module(parsed)
+    engine.finalize_object()
+    return fnty(engine.get_function_address(name))
+
+
 _COMPILED: dict[str, object] = {}
 
 
@@ -94,14 +104,9 @@ def _compile(op):
         name = f"k{len(_COMPILED)}"
         module = llir.Module()
         build_host_loop(module, name, op)
-        parsed = llvm.parse_assembly(str(module))
-        parsed.verify()
-        engine = _engine()
-        engine.add_module(parsed)
-        engine.finalize_object()
         arity = len(op.operands) + 1
-        fnty = ctypes.CFUNCTYPE(None, ctypes.c_int64, *[ctypes.c_void_p] * arity)
-        _COMPILED[key] = fnty(engine.get_function_address(name))
+        _COMPILED[key] = native_function(module, name, ctypes.CFUNCTYPE(None, ctypes.c_int64,
+                                                                          *[ctypes.c_void_p] * arity))
     return _COMPILED[key]
 
 

@@ -83,3 +83,37 @@ def test_a_lock_release_is_fenced():
     ptx = _locked_increment.compile(one, one, target="sm_90").asm["ptx"]
     assert re.search(r"fence\.acq_rel\.\w+;\s+atom\.global\.exch\.b32[^\n]*\n\s+fence\.acq_rel", ptx), ptx
     assert count(ptx, r"atom\.acq_rel\.\w+\.global\.cas") == 1
+
+
+def attention_ptx(block_m: int = 64, head_dim: int = 64) -> str:
+    """The attention tutorial's PTX for sm_90 (fp16, not causal, 4 warps, 2 stages)."""
+    from kernels.attention import _attn_fwd
+
+    x, lse = np.zeros(16, np.float16), np.zeros(16, np.float32)
+    n = 1024
+    strides = (2 * n * head_dim, n * head_dim, head_dim) * 4
+    return _attn_fwd.compile(x, x, x, 0.125, x, lse, 2, n, *strides, HEAD_DIM=head_dim, BLOCK_M=block_m,
+                             BLOCK_N=64, CAUSAL=False, num_warps=4, num_stages=2, target="sm_90").asm["ptx"]
+
+
+def first_loop(ptx: str) -> str:
+    """The PTX from the first backward branch's target label to that branch."""
+    for branch in re.finditer(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", ptx):
+        label = ptx.find(f"{branch[1]}:")
+        if 0 <= label < branch.start():
+            return ptx[label:branch.start()]
+    raise AssertionError("no loop in the PTX")
+
+
+def test_attention_reads_v_after_the_softmax_and_k_v_by_cp_async():
+    """In the key loop: kᵀ and v arrive by 16-byte cp.async (kᵀ is contiguous
+    along the head dim, not along the tile's rows); v's operand is read by
+    ldmatrix.trans only after the softmax's shuffles (a reduction between a
+    dot and its operand's deferred read does not force the read early), at
+    addresses that are a few registers plus immediates."""
+    loop = first_loop(attention_ptx())
+    assert count(loop, r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 16") == 8  # 2 x 64x64 halves / 128 threads
+    assert count(loop, r"ld\.global") == 0
+    assert loop.rfind("shfl.sync") < loop.find("ldmatrix.sync.aligned.m8n8.x4.trans")
+    addresses = set(re.findall(r"ldmatrix[^\[]+\[(%rd\d+)(?:\+\d+)?\]", loop))
+    assert 0 < len(addresses) <= 8 < count(loop, r"ldmatrix")

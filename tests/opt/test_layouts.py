@@ -241,8 +241,8 @@ def test_chained_dots_keep_the_softmax_in_the_accumulator_layout():
     assert text.count("mma<[4, 1]>") > 0 and "mma<[2, 2]>" not in text
     start = text.index(" = for ")
     loop = text[start:text.index("\n  }\n", start)]
-    moved = re.findall(r"convert_layout %\w+ \{layout = (\w+).*: tile<\w+x(f16|f32)", loop)
-    assert moved == [("dot_op", "f16")]   # (an i32 column offset of the K pointers moves too)
+    moved = re.findall(r"convert_layout %\w+ \{layout = (\w+).*: tile<[\dx]+(\w+),", loop)
+    assert moved == [("dot_op", "f16")]   # start_n + offs_n is made again wherever it is wanted
     assert "tile<64xf32, slice<1, mma<[4, 1]>>>" in loop.splitlines()[0]   # the running max is carried there
     assert "reduce [%qk] {axis = 1} : tile<64xf32, slice<1, mma<[4, 1]>>>" in loop
 
@@ -323,3 +323,51 @@ def test_tensor_core_threads_hold_every_element_and_owners_hold_it_once(layout, 
     everything = set(itertools.product(*(range(n) for n in shape)))
     assert held == everything
     assert sorted(owned) == sorted(everything)
+
+
+def test_each_access_coalesces_along_its_own_contiguous_dim():
+    """q (rows contiguous) and kᵀ (columns contiguous) share a 64x64 shape; each
+    load gets 8-element vectors along its own contiguous dim."""
+    x = np.zeros(64 * 64, np.float16)
+    text = apply_pass(four_warps, _chained.compile(x, x, x, x, 256, D=64, BM=64, BN=64, target="sm_90").asm["tir-opt"])
+    loads = re.findall(r"= load .*: tile<64x64xf16, blocked<(\[[\d, ]+\]), .*(\[[\d, ]+\])>>", text)
+    assert sorted(loads) == [("[1, 8]", "[1, 0]"), ("[1, 8]", "[1, 0]"), ("[8, 1]", "[0, 1]")]  # q, v; kᵀ
+
+
+def test_tiles_made_from_aranges_are_made_again_where_wanted_not_moved():
+    """``cols = start + arange`` feeds a row of pointers and a column of them:
+    no conversion moves it (or the mask made from it) through shared memory."""
+    text = apply_pass(four_warps, """\
+func @cols(%start: i32, %n: i32, %src: ptr<f32> {divisibility = 16}, %dst: ptr<f32> {divisibility = 16}) {
+  %a = arange {start = 0, end = 32} : tile<32xi32>
+  %s = splat %start {shape = (32,)} : tile<32xi32>
+  %cols = add %s, %a : tile<32xi32>
+  %ns = splat %n {shape = (32,)} : tile<32xi32>
+  %ok = cmp %cols, %ns {pred = "lt"} : tile<32xi1>
+  %row = expand_dims %cols {axis = 0} : tile<1x32xi32>
+  %col = expand_dims %cols {axis = 1} : tile<32x1xi32>
+  %rowb = broadcast %row {shape = (32, 32)} : tile<32x32xi32>
+  %colb = broadcast %col {shape = (32, 32)} : tile<32x32xi32>
+  %p = splat %src {shape = (32, 32)} : tile<32x32xptr<f32>>
+  %pr = addptr %p, %rowb : tile<32x32xptr<f32>>
+  %x = load %pr, _, _ : tile<32x32xf32>
+  %q = splat %dst {shape = (32, 32)} : tile<32x32xptr<f32>>
+  %qc = addptr %q, %colb : tile<32x32xptr<f32>>
+  %okr = expand_dims %ok {axis = 1} : tile<32x1xi1>
+  %okb = broadcast %okr {shape = (32, 32)} : tile<32x32xi1>
+  store %qc, %x, %okb
+}
+""")
+    assert "convert_layout %cols" not in text and "convert_layout %ok" not in text
+    assert text.count("= arange") >= 2  # made once per layout it is wanted in
+
+
+def test_a_value_two_loops_convert_the_same_way_is_converted_once():
+    """The attention tutorial converts q into the first dot's operand layout once,
+    for both key bands (CSE after layouts), not once per loop."""
+    from kernels.attention import _attn_fwd
+
+    x, lse = np.zeros(16, np.float16), np.zeros(16, np.float32)
+    compiled = _attn_fwd.compile(x, x, x, 0.125, x, lse, 2, 256, *(2 * 256 * 64, 256 * 64, 64) * 4, HEAD_DIM=64,
+                                 BLOCK_M=64, BLOCK_N=32, CAUSAL=True, num_warps=4, num_stages=2, target="sm_90")
+    assert len(re.findall(r"= convert_layout %q\b", compiled.asm["tir-gpu"])) == 1
