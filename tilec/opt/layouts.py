@@ -7,8 +7,10 @@ Three steps:
    shape: the axis analysis says along which dim the addresses run and how
    many consecutive elements a thread may move as one 16-byte vector; the
    layout gives each thread that many along that dim and neighbouring lanes
-   the neighbouring vectors, so a warp's accesses coalesce.  A shape no
-   access uses gets a plain row-major one.
+   the neighbouring vectors, so a warp's accesses coalesce.  An access whose
+   addresses run along another dim than its shape's first access (kᵀ beside
+   q) gets a layout of its own.  A shape no access uses gets a plain
+   row-major one.
 2. *Wanted layouts*, walking backwards: a value takes the layout its first
    user will need (an ``arange`` that ``expand_dims`` makes a column wants
    the slice of the 2-D layout, a tile a ``broadcast`` widens wants the
@@ -16,8 +18,9 @@ Three steps:
 3. *Assignment*, walking forwards: each op's rule picks its results' layouts
    from its operands' (a reduction leaves a slice of its operand's layout,
    ``expand_dims`` of a slice gives the parent back) or from 1/2, and
-   converts any operand that arrives in another layout.  Loop-carried values
-   keep their initial value's layout.
+   converts any operand that arrives in another layout; a tile made from
+   scalars and aranges is made again in the layout wanted instead of moved.
+   Loop-carried values keep their initial value's layout.
 
 Ops whose codegen moves elements through shared memory anyway (``dot``,
 ``reshape``, ``permute``, ``join``, ``split``) take operands in any layout;
