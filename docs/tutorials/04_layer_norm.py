@@ -202,7 +202,7 @@ def numpy_layer_norm_grads(dy, x, w, eps):
     wdy = w.astype(np.float64) * dy
     c1 = (xhat * wdy).mean(axis=1, keepdims=True)
     c2 = wdy.mean(axis=1, keepdims=True)
-    return (wdy - (xhat * c1 + c2)) * rstd[:, None], (dy * xhat).sum(axis=0), dy.sum(axis=0)
+    return (wdy - (xhat * c1 + c2)) * rstd[:, None], (dy * xhat).sum(axis=0), dy.astype(np.float64).sum(axis=0)
 
 
 def torch_layer_norm_grads(dy, x, w, b, eps) -> dict:
