@@ -78,11 +78,27 @@ def _locked_increment(lock, x):
 
 def test_a_lock_release_is_fenced():
     """``atomic_xchg`` (acq_rel) that releases a lock must order the stores before
-    it: LLVM 22 would emit a relaxed ``atom.exch``, so fences surround it."""
+    it: LLVM 22 would emit a relaxed ``atom.exch``, so fences surround it.  The
+    atomics' default scope is the GPU: fences and the CAS say ``.gpu``, never
+    ``.sys`` (a spinning lock would issue system-wide fences)."""
     one = np.zeros(1, np.int32)
     ptx = _locked_increment.compile(one, one, target="sm_90").asm["ptx"]
-    assert re.search(r"fence\.acq_rel\.\w+;\s+atom\.global\.exch\.b32[^\n]*\n\s+fence\.acq_rel", ptx), ptx
-    assert count(ptx, r"atom\.acq_rel\.\w+\.global\.cas") == 1
+    assert re.search(r"fence\.acq_rel\.gpu;\s+atom\.global\.exch\.b32[^\n]*\n\s+fence\.acq_rel\.gpu", ptx), ptx
+    assert re.search(r"fence\.acq_rel\.gpu;\s+atom\.relaxed\.gpu\.global\.cas[^\n]*\n\s+fence\.acq_rel\.gpu", ptx), ptx
+    assert ".sys" not in ptx
+
+
+
+@tilec.jit
+def _scoped_add(x, SCOPE: tl.constexpr):
+    tl.atomic_add(x, 1, scope=SCOPE)
+
+
+@pytest.mark.parametrize("scope,ptx_scope", [("gpu", "gpu"), ("cta", "cta"), ("sys", "sys")])
+def test_an_atomics_fences_have_its_scope(scope, ptx_scope):
+    ptx = _scoped_add.compile(np.zeros(1, np.int32), SCOPE=scope, target="sm_90").asm["ptx"]
+    fences = re.findall(r"fence\.acq_rel\.(\w+);", ptx)
+    assert fences == [ptx_scope, ptx_scope]
 
 
 def attention_ptx(block_m: int = 64, head_dim: int = 64) -> str:

@@ -167,16 +167,11 @@ def _rmw_name(kind: str, t: ScalarType) -> str:
 def _atomic_rmw(ctx: Ctx, op: ir.AtomicRMW) -> None:
     elem = elem_type(op.result.type)
     masks = ctx[op.mask] if op.mask is not None else None
-    name, ordering = _rmw_name(op.kind, elem), _ORDERING[op.sem]
+    name = _rmw_name(op.kind, elem)
 
     def one(i, p, v):
-        b = ctx.b
-        if ordering in _RELEASING:
-            b.fence(ordering)
-        old = b.atomic_rmw(name, p, _to_memory(ctx, v, elem), "monotonic")
-        if ordering in _ACQUIRING:
-            b.fence(ordering)
-        return _from_memory(ctx, old, elem)
+        return _fenced(ctx, op, lambda relaxed: _from_memory(
+            ctx, ctx.b.atomic_rmw(name, p, _to_memory(ctx, v, elem), relaxed), elem))
     _atomic(ctx, op, masks, one, [ctx[op.ptr], ctx[op.val]])
 
 
@@ -185,12 +180,29 @@ def _atomic_rmw(ctx: Ctx, op: ir.AtomicRMW) -> None:
 # orders them in every case (a lock's release really releases).
 _RELEASING = ("release", "acq_rel", "seq_cst")
 _ACQUIRING = ("acquire", "acq_rel", "seq_cst")
+# An atomic's scope as an LLVM fence's syncscope (None: the whole system).  A
+# lock among a kernel's programs needs "gpu" fences only: ``fence.acq_rel.sys``
+# is far slower, and every spinning program issues them.
+_SYNCSCOPE = {"gpu": "device", "cta": "block", "sys": None}
+
+
+def _fenced(ctx: Ctx, op: ir.Op, relaxed_atomic):
+    """``relaxed_atomic(ordering)`` (emitting an atomic of that LLVM ordering,
+    a relaxed one at ``op``'s scope) between the fences that give it
+    ``op``'s ordering at that scope; its value."""
+    ordering, scope = _ORDERING[op.sem], _SYNCSCOPE[op.scope]
+    if ordering in _RELEASING:
+        ctx.b.fence(ordering, scope)
+    # llvmlite's atomics take no syncscope; the ordering text is where LLVM wants it
+    old = relaxed_atomic("monotonic" if scope is None else f'syncscope("{scope}") monotonic')
+    if ordering in _ACQUIRING:
+        ctx.b.fence(ordering, scope)
+    return old
 
 
 @lowers(ir.AtomicCAS)
 def _atomic_cas(ctx: Ctx, op: ir.AtomicCAS) -> None:
     elem = elem_type(op.result.type)
-    ordering = _ORDERING[op.sem]
     as_int = llir.IntType(max(8, elem.bits)) if isinstance(elem, ScalarType) and elem.is_float else None
 
     def one(i, p, cmp, val):
@@ -198,13 +210,12 @@ def _atomic_cas(ctx: Ctx, op: ir.AtomicCAS) -> None:
         cmp, val = _to_memory(ctx, cmp, elem), _to_memory(ctx, val, elem)
         if as_int is not None:
             cmp, val = b.bitcast(cmp, as_int), b.bitcast(val, as_int)
-        old = b.extract_value(b.cmpxchg(p, cmp, val, ordering, _failure_ordering(ordering)), 0)
-        return _from_memory(ctx, b.bitcast(old, memory_type(elem)) if as_int is not None else old, elem)
+
+        def swap(relaxed):
+            old = b.extract_value(b.cmpxchg(p, cmp, val, relaxed, "monotonic"), 0)
+            return _from_memory(ctx, b.bitcast(old, memory_type(elem)) if as_int is not None else old, elem)
+        return _fenced(ctx, op, swap)
     _atomic(ctx, op, None, one, [ctx[op.ptr], ctx[op.cmp], ctx[op.val]])
-
-
-def _failure_ordering(ordering: str) -> str:
-    return {"acq_rel": "acquire", "release": "monotonic"}.get(ordering, ordering)
 
 
 def _atomic(ctx: Ctx, op: ir.Op, masks, one, operand_lists: list) -> None:
