@@ -180,9 +180,10 @@ def _atomic_rmw(ctx: Ctx, op: ir.AtomicRMW) -> None:
 # orders them in every case (a lock's release really releases).
 _RELEASING = ("release", "acq_rel", "seq_cst")
 _ACQUIRING = ("acquire", "acq_rel", "seq_cst")
-# An atomic's scope as an LLVM fence's syncscope (None: the whole system).  A
-# lock among a kernel's programs needs "gpu" fences only: ``fence.acq_rel.sys``
-# is far slower, and every spinning program issues them.
+# An atomic's scope as an LLVM syncscope (None: the whole system).  A lock
+# among a kernel's programs needs "gpu" fences only (``fence.acq_rel.gpu``);
+# system scope also orders against the host and other GPUs, on every try of
+# every spinning program.
 _SYNCSCOPE = {"gpu": "device", "cta": "block", "sys": None}
 
 
