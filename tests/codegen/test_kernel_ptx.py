@@ -88,6 +88,22 @@ def test_a_lock_release_is_fenced():
     assert ".sys" not in ptx
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("n", [1, 2, 100])
+def test_the_layer_norm_lock_loop_is_entered_at_its_header(arch, n):
+    """A replicated row (N = 1: 32 threads, one owner) makes the owner's dx
+    store and the lock's CAS branch on the same condition; LLVM's late
+    SimplifyCFG threaded the first branch into the lock loop's barrier, a
+    second entry that hung the H100.  The pipeline refuses such PTX
+    (``check_reducible``), so compiling is the test; the loop's CAS and
+    barrier are checked to be there."""
+    x, w = np.zeros((4, n), np.float16), np.zeros(n, np.float16)
+    stats, partial, locks = np.zeros(4, np.float32), np.zeros((256, n), np.float32), np.zeros(512, np.int32)
+    k = layer_norm._layer_norm_bwd_dx_fused.compile(x, x, partial, partial, x, w, stats, stats, locks, n, n,
+                                                    GROUP_SIZE_M=256, BLOCK_SIZE_N=tilec.next_power_of_2(n),
+                                                    num_warps=1, target=arch)
+    loop = first_loop(k.asm["ptx"])
+    assert "atom.relaxed.gpu.global.cas.b32" in loop and "bar.sync" in loop
 
 @tilec.jit
 def _scoped_add(x, SCOPE: tl.constexpr):

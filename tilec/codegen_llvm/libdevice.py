@@ -13,6 +13,15 @@ delete the rest of the library (hundreds of functions).
 
 Checked with llvmlite 0.50 (LLVM 22.1): ``ModuleRef.link_in`` destroys the
 module linked in, so the parsed library is kept and a clone is linked.
+
+O3 runs with LLVM's ``-keep-loops=true`` (``_keep_loops_canonical``): the
+SimplifyCFG that O3 runs after its loop passes otherwise threads a branch
+whose condition a predecessor already decided straight into a loop's body.
+Our kernels branch many times on one condition (the thread that owns a
+replicated value stores it and does its atomics), so a loop whose header
+branches on it gets a second entry: irreducible control flow, where ptxas
+does not reconverge the warp before the loop's barriers (the layer-norm
+backward at N = 1 hung the H100).  ``ptx_cfg`` checks every kernel's PTX.
 """
 from __future__ import annotations
 
@@ -79,9 +88,17 @@ def _internalize_all_but(module, keep: set[str]) -> None:
 
 
 def _optimize(module, target: Target) -> None:
+    _keep_loops_canonical()
     tuning = llvm.create_pipeline_tuning_options(speed_level=O3)
     builder = llvm.create_pass_builder(target_machine(target), tuning)
     builder.getModulePassManager().run(module, builder)
+
+
+@functools.cache
+def _keep_loops_canonical() -> None:
+    """Every SimplifyCFG keeps loops single-entry (LLVM's ``-keep-loops``, an
+    option of the whole process; the early SimplifyCFGs already do)."""
+    llvm.set_option("", "-keep-loops=true")
 
 
 @functools.cache

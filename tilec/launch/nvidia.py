@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from ..errors import OutOfResources
+from ..errors import OutOfResources, TilecError
 from ..ir.core import Function
 from ..ir.printer import print_function
 from ..targets.base import Target
@@ -79,8 +79,28 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
 
 
 def emit_ptx(llir: str, build: Build) -> str:
-    """PTX text from LLVM's NVPTX backend."""
-    return build.target.emit_assembly(llir)
+    """PTX text from LLVM's NVPTX backend, every loop in it entered through
+    its header only (``check_reducible``)."""
+    ptx = build.target.emit_assembly(llir)
+    check_reducible(ptx)
+    return ptx
+
+
+def check_reducible(ptx: str) -> None:
+    """Raise TilecError if a function in ``ptx`` has a loop with a second
+    entry: ptxas does not reconverge warps there, so the loop's barriers and
+    shuffles could hang the GPU (``targets/ptx_cfg.py``)."""
+    from ..targets.ptx_cfg import control_flow_graphs, irreducible_entries
+
+    for graph in control_flow_graphs(ptx):
+        entries = irreducible_entries(graph)
+        if entries:
+            where = ", ".join(f"{dst} from {src}" for src, dst in entries)
+            raise TilecError(
+                f"internal compiler error: the PTX of `{graph.function}` has a loop entered past its header "
+                f"(at {where}); ptxas would not reconverge warps there and the kernel could hang. "
+                "Please report it with the kernel and TILEC_DUMP=llir,ptx."
+            )
 
 
 def assemble_cubin(ptx: str, build: Build) -> Optional[bytes]:
