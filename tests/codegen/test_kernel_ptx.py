@@ -79,13 +79,31 @@ def _locked_increment(lock, x):
 def test_a_lock_release_is_fenced():
     """``atomic_xchg`` (acq_rel) that releases a lock must order the stores before
     it: LLVM 22 would emit a relaxed ``atom.exch``, so fences surround it.  The
-    atomics' default scope is the GPU: fences and the CAS say ``.gpu``, never
-    ``.sys`` (a spinning lock would issue system-wide fences)."""
+    CAS keeps its ordering in LLVM: one ``atom.acq_rel.gpu.cas``, no fence (a
+    spinning lock would pay two a try).  The default scope is the GPU, never
+    ``.sys``."""
     one = np.zeros(1, np.int32)
     ptx = _locked_increment.compile(one, one, target="sm_90").asm["ptx"]
     assert re.search(r"fence\.acq_rel\.gpu;\s+atom\.global\.exch\.b32[^\n]*\n\s+fence\.acq_rel\.gpu", ptx), ptx
-    assert re.search(r"fence\.acq_rel\.gpu;\s+atom\.relaxed\.gpu\.global\.cas[^\n]*\n\s+fence\.acq_rel\.gpu", ptx), ptx
+    cas = re.search(r"[^\n]*\n[^\n]*atom\.acq_rel\.gpu\.global\.cas\.b32[^\n]*\n[^\n]*", ptx)
+    assert cas and "fence" not in cas[0], ptx
     assert ".sys" not in ptx
+
+
+@tilec.jit
+def _cas(x, y, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    tl.store(y, tl.atomic_cas(x, 0, 1, sem=SEM, scope=SCOPE))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32])
+@pytest.mark.parametrize("sem", ["relaxed", "acquire", "release", "acq_rel"])
+@pytest.mark.parametrize("scope", ["gpu", "cta", "sys"])
+def test_a_cas_is_one_instruction_of_its_ordering_and_scope(dtype, sem, scope):
+    x = np.zeros(1, dtype)
+    ptx = _cas.compile(x, x, SEM=sem, SCOPE=scope, target="sm_90").asm["ptx"]
+    bits = 8 * x.itemsize
+    assert re.findall(r"atom\.[\w.]+", ptx) == [f"atom.{sem}.{scope}.global.cas.b{bits}"]
+    assert "fence" not in ptx
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -103,7 +121,7 @@ def test_the_layer_norm_lock_loop_is_entered_at_its_header(arch, n):
                                                     GROUP_SIZE_M=256, BLOCK_SIZE_N=tilec.next_power_of_2(n),
                                                     num_warps=1, target=arch)
     loop = first_loop(k.asm["ptx"])
-    assert "atom.relaxed.gpu.global.cas.b32" in loop and "bar.sync" in loop
+    assert "atom.acq_rel.gpu.global.cas.b32" in loop and "bar.sync" in loop
 
 @tilec.jit
 def _scoped_add(x, SCOPE: tl.constexpr):
