@@ -258,19 +258,22 @@ class OperandReader:
         self.trans = layout.order[0] - (layout.rank - 2) == op_layout.idx  # stored along the outer dim
         (wm, wn), half = op_layout.parent.wpc, 4 * op_layout.kwidth
         wid_m, wid_n = _warp_ids(ctx, op_layout.parent)
-        j, self.r = b.lshr(ctx.lane, I32(3)), b.and_(ctx.lane, I32(7))
+        j, r = b.lshr(ctx.lane, I32(3)), b.and_(ctx.lane, I32(7))
         j_lo, j_hi = b.and_(j, I32(1)), b.and_(b.lshr(j, I32(1)), I32(1))
         self.reps, self.k_steps = mma_grid(op_layout, dst.shape)
         self.outer_size = dst.shape[0] if self.is_a else dst.shape[1]
         if self.is_a:
             outer_warp, self.rep_stride, self.per_call = b.mul(wid_m, I32(16)), 16 * wm, 1
-            outer_off, self.k_off = b.mul(j_lo, I32(8)), b.mul(j_hi, I32(half))
+            outer_off, k_off = b.mul(j_lo, I32(8)), b.mul(j_hi, I32(half))
         else:
             outer_warp, self.rep_stride = b.mul(wid_n, I32(8)), 8 * wn
             self.per_call = 2 if self.reps % 2 == 0 else 1
             outer_off = b.mul(j_hi, I32(self.rep_stride)) if self.per_call == 2 else I32(0)
-            self.k_off = b.mul(j_lo, I32(half))
-        self.lane_outer = b.add(outer_warp, outer_off)
+            k_off = b.mul(j_lo, I32(half))
+        # this lane's row of its matrix: along k when the tile is stored along the outer dim
+        lane_outer = b.add(outer_warp, outer_off)
+        self.lane_outer = lane_outer if self.trans else b.add(lane_outer, r)
+        self.lane_k = b.add(k_off, r) if self.trans else k_off
         self.words_per_rep = 4 if self.is_a else 2
         self.count = 4 if self.is_a or self.per_call == 2 else 2
 
@@ -280,8 +283,7 @@ class OperandReader:
         (``split_offset``), so a loop keeps few address registers live."""
         b, out = self.ctx.b, []
         wraps = self.reps * self.rep_stride > self.outer_size  # a tile narrower than its warps
-        lane_outer = self.lane_outer if self.trans else b.add(self.lane_outer, self.r)
-        lane_k = b.add(self.k_off, self.r) if self.trans else self.k_off
+        lane_outer, lane_k = self.lane_outer, self.lane_k
         for rep in range(0, self.reps, self.per_call):
             outer, k = rep * self.rep_stride, ks * self.op_layout.k_step
             if wraps:
