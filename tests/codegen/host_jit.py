@@ -1,11 +1,16 @@
 """Run ``scalar_cases.build_host_loop`` functions on this x86 host with MCJIT, so the
 emitters' target-independent IR is checked against the interpreter on values.
 
-x86 has no bf16 arithmetic: LLVM calls ``__truncsfbf2``/``__truncdfbf2`` to
-round to it, which this process lacks (libgcc 12 has only the f16 ones), so
-``LIBCALLS`` defines them here in LLVM IR (round to nearest even; f64 goes
-through f32 rounded to odd).  f16 uses F16C instructions and libgcc_s's
-``__truncdfhf2``; where libgcc_s lacks it, f16 cases skip (``missing_libcalls``).
+The code is compiled for the baseline x86-64 CPU (``BASELINE_CPU``, SSE2 and
+nothing more), never for the CPU running the tests, so a result cannot depend
+on the machine: for the host's own CPU, one with AVX512-BF16 gets
+``vcvtneps2bf16`` for f32 -> bf16, which flushes subnormals (1e-40 -> 0).
+
+The baseline has no bf16 or f16 instructions: LLVM calls ``__truncsfbf2``/
+``__truncdfbf2`` to round to bf16, which this process lacks (libgcc 12 has only
+the f16 ones), so ``LIBCALLS`` defines them here in LLVM IR (round to nearest
+even; f64 goes through f32 rounded to odd).  f16 conversions call libgcc_s's
+``F16_LIBCALLS``; where libgcc_s lacks them, f16 cases skip (``missing_libcalls``).
 """
 from __future__ import annotations
 
@@ -59,20 +64,29 @@ declare double @llvm.fabs.f64(double)
 
 F16_LIBCALLS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2")
 
+# Every x86-64 CPU runs this code and computes the same results with it.
+BASELINE_CPU = "x86-64"
+BASELINE_FEATURES = ""
+
+
+def target_machine():
+    """A machine for this process's triple and the baseline x86-64 CPU: the
+    host's CPU name and features are never asked (see the module docstring)."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        cpu=BASELINE_CPU, features=BASELINE_FEATURES)
+
 
 @functools.cache
 def _engine():
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
     try:
         llvm.load_library_permanently("libgcc_s.so.1")
     except RuntimeError:
         pass  # missing_libcalls() reports what that costs
-    machine = llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten())
     helpers = llvm.parse_assembly(LIBCALLS)
     helpers.verify()
-    return llvm.create_mcjit_compiler(helpers, machine)
+    return llvm.create_mcjit_compiler(helpers, target_machine())
 
 
 def missing_libcalls(op) -> list[str]:
@@ -84,7 +98,7 @@ def missing_libcalls(op) -> list[str]:
 
 
 def native_function(module: llir.Module, name: str, fnty):
-    """Function ``name`` of ``module``, compiled for this host, as a ctypes ``fnty``."""
+    """Function ``name`` of ``module``, compiled for the baseline x86-64 CPU, as a ctypes ``fnty``."""
     parsed = llvm.parse_assembly(str(module))
     parsed.verify()
     engine = _engine()
