@@ -291,7 +291,9 @@ def _selected_stages(compiled: Any, args: argparse.Namespace) -> list[str]:
 def _why_missing(stage: str, target: str) -> str:
     if target == "host":
         return "host compiles stop at tir-opt; pass --target sm_90 for the GPU stages"
-    return "no ptxas was found: pip install nvidia-cuda-nvcc or set TILEC_PTXAS"  # only cubin can be missing
+    from .targets.ptxas import INSTALL_CUDA_TOOLS
+
+    return f"no ptxas was found: {INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS"  # only cubin can be missing
 
 
 def _print_stage(compiled: Any, stage: str, header: bool) -> None:
@@ -369,7 +371,7 @@ def info_lines() -> list[tuple[str, str]]:
     from . import __version__
     from .launch import cache
     from .launch.compiler import TARGETS
-    from .targets.ptxas import find_libdevice, find_ptxas
+    from .targets.ptxas import INSTALL_CUDA_TOOLS, find_libdevice, find_ptxas
 
     ptxas, libdevice = find_ptxas(), find_libdevice()
     return [
@@ -379,9 +381,9 @@ def info_lines() -> list[tuple[str, str]]:
         ("numpy", np.__version__),
         *gpu_lines(),
         ("ptxas", f"{ptxas} ({ptxas_version(ptxas)})" if ptxas else
-         "not found (pip install nvidia-cuda-nvcc, or set TILEC_PTXAS); GPU compiles stop at PTX"),
+         f"not found ({INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS); GPU compiles stop at PTX"),
         ("libdevice", str(libdevice) if libdevice else
-         "not found (pip install nvidia-cuda-nvcc, or set TILEC_LIBDEVICE); kernels calling it cannot compile "
+         f"not found ({INSTALL_CUDA_TOOLS}, or set TILEC_LIBDEVICE); kernels calling it cannot compile "
          "for GPUs"),
         ("cache", f"{cache.cache_dir()}" + ("" if cache.enabled() else " (off: TILEC_CACHE=0)")),
         ("targets", ", ".join(TARGETS)),

@@ -53,7 +53,7 @@ define ptx_kernel void @k(ptr addrspace(1) %p) {
 
 def needs_libdevice():
     if find_libdevice() is None:
-        pytest.skip("no libdevice.10.bc: `pip install nvidia-cuda-nvcc`")
+        pytest.skip("no libdevice.10.bc: `pip install 'tilec[cuda]'`")
 
 
 def defined_functions(ir_text: str) -> dict[str, str]:
@@ -94,7 +94,7 @@ def test_linked_module_compiles_and_assembles(arch):
     ptx = emit_ptx(link_libdevice(SIN_KERNEL, nvptx_target(arch)), arch)
     assert ".entry" in ptx and ".extern" not in ptx
     if find_ptxas() is None:
-        pytest.skip("no ptxas: `pip install nvidia-cuda-nvcc`")
+        pytest.skip("no ptxas: `pip install 'tilec[cuda]'`")
     assemble(ptx, arch)
 
 
@@ -102,7 +102,7 @@ def test_missing_libdevice_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(libdevice, "find_libdevice", lambda: None)
     libdevice._libdevice.cache_clear()
     try:
-        with pytest.raises(TilecError, match="pip install nvidia-cuda-nvcc.*TILEC_LIBDEVICE"):
+        with pytest.raises(TilecError, match=r"pip install 'tilec\[cuda\]'.*TILEC_LIBDEVICE"):
             link_libdevice(SIN_KERNEL, SM80)
         link_libdevice(PLAIN_KERNEL, SM80)  # no libdevice call: no libdevice needed
     finally:

@@ -31,7 +31,7 @@ import llvmlite.binding as llvm
 
 from tilec.errors import TilecError
 from tilec.targets.base import Target, target_machine
-from tilec.targets.ptxas import find_libdevice
+from tilec.targets.ptxas import INSTALL_CUDA_TOOLS, find_libdevice
 
 O3 = 3
 
@@ -108,7 +108,7 @@ def _libdevice(triple: str, data_layout: str):
     if path is None:
         raise TilecError(
             "this kernel calls libdevice math functions (__nv_*) but libdevice.10.bc was not found: "
-            "`pip install nvidia-cuda-nvcc` (it pulls in nvidia-nvvm), or set TILEC_LIBDEVICE to the file"
+            f"{INSTALL_CUDA_TOOLS}, or set TILEC_LIBDEVICE to the file"
         )
     module = llvm.parse_bitcode(path.read_bytes())
     module.triple, module.data_layout = triple, data_layout

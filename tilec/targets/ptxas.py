@@ -1,9 +1,11 @@
 """Find NVIDIA's `ptxas` and `libdevice.10.bc`, and assemble PTX into a cubin.
 
+Both come from the wheels tilec's `cuda` extra depends on (`cuda12` for CUDA
+12 drivers), so `pip install 'tilec[cuda]'` runs every kernel, math included.
 Checked with the `nvidia-cuda-nvcc` 13.5.37 wheel (x86-64 Linux), which ships
 `nvidia/cu13/bin/ptxas` and pulls in `nvidia-nvvm`, which ships
-`nvidia/cu13/nvvm/libdevice/libdevice.10.bc`. CUDA 12 wheels used
-`nvidia/cuda_nvcc/...` instead; both layouts are searched.
+`nvidia/cu13/nvvm/libdevice/libdevice.10.bc`; `nvidia-cuda-nvcc-cu12` 12.9.86
+ships both under `nvidia/cuda_nvcc/` (`WHEEL_DIRS`).
 """
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ from pathlib import Path
 
 from tilec.errors import TilecError
 
-_HOW_TO_GET = "`pip install nvidia-cuda-nvcc` or set TILEC_PTXAS to a ptxas binary"
+# What to install for ptxas and libdevice; every "not found" message says it.
+INSTALL_CUDA_TOOLS = "`pip install 'tilec[cuda]'` (`'tilec[cuda12]'` for a CUDA 12 driver)"
+_HOW_TO_GET = f"{INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS to a ptxas binary"
+
+# The CUDA 13 and CUDA 12 wheels' folders under the `nvidia` namespace package.
+WHEEL_DIRS = ("cu13", "cuda_nvcc")
 
 
 class PtxasError(TilecError):
@@ -55,6 +62,11 @@ def _namespace_dirs(package: str) -> list[Path]:
     return [Path(p) for p in spec.submodule_search_locations]
 
 
+def _wheel_files(relative: str) -> list[Path]:
+    """Where the CUDA tool wheels would install ``relative`` (``bin/ptxas``, ...)."""
+    return [d / sub / relative for d in _namespace_dirs("nvidia") for sub in WHEEL_DIRS]
+
+
 def _first_file(candidates) -> Path | None:
     for path in candidates:
         if path.is_file():
@@ -69,9 +81,8 @@ def find_ptxas() -> Path | None:
     env = os.environ.get("TILEC_PTXAS")
     if env:
         return Path(env)
-    wheel = [d / sub / "bin" / "ptxas" for d in _namespace_dirs("nvidia") for sub in ("cu13", "cuda_nvcc")]
     triton = [d / "backends" / "nvidia" / "bin" / "ptxas" for d in _namespace_dirs("triton")]
-    found = _first_file(wheel + triton)
+    found = _first_file(_wheel_files("bin/ptxas") + triton)
     if found is not None:
         return found
     on_path = shutil.which("ptxas")
@@ -85,10 +96,8 @@ def find_libdevice() -> Path | None:
     env = os.environ.get("TILEC_LIBDEVICE")
     if env:
         return Path(env)
-    rel = Path("nvvm") / "libdevice" / "libdevice.10.bc"
-    wheel = [d / sub / rel for d in _namespace_dirs("nvidia") for sub in ("cu13", "cuda_nvcc")]
     triton = [d / "backends" / "nvidia" / "lib" / "libdevice.10.bc" for d in _namespace_dirs("triton")]
-    return _first_file(wheel + triton)
+    return _first_file(_wheel_files("nvvm/libdevice/libdevice.10.bc") + triton)
 
 
 _REGISTERS = re.compile(r"Used (\d+) registers")
