@@ -36,8 +36,25 @@ def test_script_runs_small(script, tmp_path):
     assert "metadata (.metadata): " in proc.stdout
     for pattern in patterns:
         assert re.search(pattern, proc.stdout), f"{pattern!r} not in:\n{proc.stdout}"
-    assert "benchmark skipped" in proc.stdout
+    assert "benchmark skipped: --small (run without it on a CUDA GPU to benchmark)" in proc.stdout
     assert not list(tmp_path.iterdir()), "--small must write nothing"
+
+
+def test_without_a_gpu_the_script_blames_the_gpu_whatever_torch(tmp_path):
+    """No --small and no GPU (none visible): the script says the GPU is missing,
+    without asking torch (here a torch that cannot be imported), and does not
+    tell the user to leave out a --small they did not pass."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('the tutorial asked torch first')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(TUTORIALS.parent.parent)]),
+           "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, str(TUTORIALS / "01_vector_add.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, skipped = proc.stdout.splitlines()[0], re.findall(r"benchmark skipped: .*", proc.stdout)
+    assert first.startswith("no usable CUDA GPU") and first.endswith("small sizes on the host interpreter, no benchmark")
+    assert len(skipped) == 1 and skipped[0].startswith("benchmark skipped: no usable CUDA GPU"), skipped
+    assert "--small" not in proc.stdout
 
 
 def test_a_failed_check_fails_the_script(tmp_path):

@@ -23,16 +23,17 @@ def run(doc: str, check_on_host, check_on_gpu, what_tilec_does, benchmark) -> No
     import sys
 
     opts = options(doc)
-    on_gpu = use_gpu(opts)
+    why_host = why_not_on_gpu(opts)
+    say_where(why_host)
     checks = Checks()
     heading("checks")
-    (check_on_gpu if on_gpu else check_on_host)(checks)
+    (check_on_host if why_host else check_on_gpu)(checks)
     checks.summary()
     what_tilec_does(sys.modules[__name__])
-    if on_gpu:
-        benchmark(sys.modules[__name__], opts.out)
+    if why_host:
+        print(f"\nbenchmark skipped: {why_host}" + (" (run without it on a CUDA GPU to benchmark)" if opts.small else ""))
     else:
-        print("\nbenchmark skipped: it needs a CUDA GPU (run without --small on one)")
+        benchmark(sys.modules[__name__], opts.out)
 
 
 # --- command line and device --------------------------------------------------------
@@ -46,21 +47,35 @@ def options(doc: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def use_gpu(opts: argparse.Namespace) -> bool:
-    """True when the script should run on a CUDA GPU; else it says why not."""
+def why_not_on_gpu(opts: argparse.Namespace) -> str | None:
+    """None when the script runs on a CUDA GPU, else why it runs on the host.
+    The GPU is asked first, through tilec's own driver layer: without one, the
+    reason is the missing GPU, whatever torch's state."""
     if opts.small:
-        print("--small: small sizes on the host interpreter, no benchmark")
-        return False
+        return "--small"
+    from tilec.errors import TilecError
+    from tilec.launch import cuda_driver
+
+    try:
+        if cuda_driver.device_count() == 0:
+            return "no usable CUDA GPU"
+    except TilecError as exc:
+        return f"no usable CUDA GPU ({exc})"
     if importlib.util.find_spec("torch") is None:
-        print("torch is not installed: small sizes on the host interpreter, no benchmark")
-        return False
+        return "torch is not installed (the GPU checks and the benchmark make their tensors with it)"
     import torch
 
-    if not torch.cuda.is_available():
-        print("no CUDA GPU: small sizes on the host interpreter, no benchmark")
-        return False
-    print(f"running on {torch.cuda.get_device_name()}")
-    return True
+    return None if torch.cuda.is_available() else "torch cannot use the GPU (a CPU-only build of torch?)"
+
+
+def say_where(why_host: str | None) -> None:
+    """The script's first line: the GPU it runs on, or why it runs on the host."""
+    if why_host:
+        print(f"{why_host}: small sizes on the host interpreter, no benchmark")
+    else:
+        import torch
+
+        print(f"running on {torch.cuda.get_device_name()}")
 
 
 def heading(text: str) -> None:
