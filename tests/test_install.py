@@ -1,12 +1,16 @@
 """What a new user installs is enough: the `cuda` extra brings the ptxas and
 libdevice tilec finds (math kernels need libdevice), the `test` extra's CUDA
 tools are the `cuda` extra's, every "not found" message names an extra that
-brings the tools, and README's first commands stay true."""
+brings the tools, README's first commands stay true and the demo says where it
+runs and why."""
 from __future__ import annotations
 
 import importlib.metadata as metadata
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +108,26 @@ def test_readme_says_the_test_line_needs_the_venv_and_ci_can_run_it():
     test_line = readme_commands()[1]
     assert test_line.startswith("python -m pytest"), ".ci/run runs only a `python -m pytest` line"
     assert re.search(r"\. \.venv/bin/activate. first", (ROOT / "README.md").read_text())
+
+
+def test_the_demo_says_why_it_runs_on_the_host(tmp_path):
+    """No GPU visible: the demo blames the GPU, without asking torch (here a
+    torch that cannot be imported), and still checks its results."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('the demo asked torch first')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]), "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "-m", "tilec.demo"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert "running on the host (numpy reference interpreter): no usable CUDA GPU" in first, first
+    assert proc.stdout.count("PASS") == 2
+
+
+@pytest.mark.gpu
+def test_the_demo_runs_on_the_gpu_when_there_is_one():
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, "-m", "tilec.demo"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "running on an NVIDIA GPU" in proc.stdout.splitlines()[0]

@@ -14,6 +14,12 @@ import pytest
 
 TUTORIALS = Path(__file__).resolve().parent.parent / "docs" / "tutorials"
 
+
+def checkout_env(*first: Path) -> dict[str, str]:
+    """The environment a script runs in: this checkout's tilec (not whichever
+    one is installed), after the folders ``first``."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, first), str(TUTORIALS.parent.parent)])}
+
 # script: (how many checks it runs, lines its "what tilec does" part must print)
 SCRIPTS = {
     "01_vector_add.py": (3, [r"load .*blocked<\[4\], \[32\], \[4\], \[0\]>", r"\d+ x ld\.global\.v4\.b32"]),
@@ -29,7 +35,7 @@ SCRIPTS = {
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_script_runs_small(script, tmp_path):
     proc = subprocess.run([sys.executable, str(TUTORIALS / script), "--small"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=checkout_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     checks, patterns = SCRIPTS[script]
     assert f"all {checks} checks passed" in proc.stdout, proc.stdout
@@ -46,8 +52,7 @@ def test_without_a_gpu_the_script_blames_the_gpu_whatever_torch(tmp_path):
     tell the user to leave out a --small they did not pass."""
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('the tutorial asked torch first')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(TUTORIALS.parent.parent)]),
-           "CUDA_VISIBLE_DEVICES": ""}
+    env = {**checkout_env(tmp_path), "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run([sys.executable, str(TUTORIALS / "01_vector_add.py")], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -63,9 +68,8 @@ def test_a_failed_check_fails_the_script(tmp_path):
     source = (TUTORIALS / "01_vector_add.py").read_text()
     broken.write_text(source.replace("output = x + y\n", "output = x + y + 1\n", 1))
     (tmp_path / "tutorial_support.py").write_text((TUTORIALS / "tutorial_support.py").read_text())
-    env_root = str(TUTORIALS.parent.parent)  # the copy is outside the checkout: point it at this tilec
     proc = subprocess.run([sys.executable, str(broken), "--small"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": env_root})
+                          timeout=300, env=checkout_env())
     assert proc.returncode != 0
     assert "Mismatched elements" in proc.stderr
 

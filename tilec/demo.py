@@ -1,10 +1,10 @@
 """``python -m tilec.demo``: add two float32 vectors with a tilec kernel, check
 the result against numpy and say where it ran and how long it took.
 
-It runs on an NVIDIA GPU when cuda-python finds one and torch is installed
+It runs on an NVIDIA GPU when cuda-python finds one and torch can use it
 (the demo makes its GPU arrays with torch); otherwise on the host, through
-the numpy reference interpreter.  The exit
-status is 1 when a result is wrong.
+the numpy reference interpreter, and says why (``why_on_host``, which the
+tutorials share).  The exit status is 1 when a result is wrong.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import numpy as np
 
 import tilec
 import tilec.language as tl
-from tilec.launch import cuda
+from tilec.errors import TilecError
+from tilec.launch import cuda_driver
 
 SIZES = (10_000, 2**22)
 
@@ -38,10 +39,20 @@ def add(x, y, out):
     add_kernel[lambda meta: (tilec.cdiv(n, meta["BLOCK_SIZE"]),)](x, y, out, n, BLOCK_SIZE=1024)
 
 
-def device() -> str:
-    """``"cuda"`` when this machine can run kernels on an NVIDIA GPU (and torch
-    is there to make arrays on it), else ``"host"``."""
-    return "cuda" if importlib.util.find_spec("torch") is not None and cuda.available() else "host"
+def why_on_host() -> str | None:
+    """None when GPU arrays can be made with torch and run on an NVIDIA GPU,
+    else why not.  The GPU is asked first, through tilec's own driver layer:
+    without one, the reason is the missing GPU, whatever torch's state."""
+    try:
+        if cuda_driver.device_count() == 0:
+            return "no usable CUDA GPU"
+    except TilecError as exc:
+        return f"no usable CUDA GPU ({exc})"
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed (GPU arrays are made with it)"
+    import torch
+
+    return None if torch.cuda.is_available() else "torch cannot use the GPU (a CPU-only build of torch?)"
 
 
 def inputs(n: int, where: str, rng: np.random.Generator) -> tuple:
@@ -75,9 +86,10 @@ def run_one(n: int, where: str, rng: np.random.Generator) -> bool:
 
 
 def main() -> int:
-    where = device()
-    print(f"tilec {tilec.__version__}: vector add, float32, running on "
-          f"{'an NVIDIA GPU' if where == 'cuda' else 'the host (numpy reference interpreter)'}")
+    why_host = why_on_host()
+    where = "host" if why_host else "cuda"
+    running_on = f"the host (numpy reference interpreter): {why_host}" if why_host else "an NVIDIA GPU"
+    print(f"tilec {tilec.__version__}: vector add, float32, running on {running_on}")
     rng = np.random.default_rng(0)
     results = [run_one(n, where, rng) for n in SIZES]
     return 0 if all(results) else 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib.util
 import re
 from pathlib import Path
 
@@ -48,24 +47,11 @@ def options(doc: str) -> argparse.Namespace:
 
 
 def why_not_on_gpu(opts: argparse.Namespace) -> str | None:
-    """None when the script runs on a CUDA GPU, else why it runs on the host.
-    The GPU is asked first, through tilec's own driver layer: without one, the
-    reason is the missing GPU, whatever torch's state."""
-    if opts.small:
-        return "--small"
-    from tilec.errors import TilecError
-    from tilec.launch import cuda_driver
+    """None when the script runs on a CUDA GPU, else why it runs on the host
+    (the GPU is asked before torch: ``tilec.demo.why_on_host``)."""
+    from tilec.demo import why_on_host
 
-    try:
-        if cuda_driver.device_count() == 0:
-            return "no usable CUDA GPU"
-    except TilecError as exc:
-        return f"no usable CUDA GPU ({exc})"
-    if importlib.util.find_spec("torch") is None:
-        return "torch is not installed (the GPU checks and the benchmark make their tensors with it)"
-    import torch
-
-    return None if torch.cuda.is_available() else "torch cannot use the GPU (a CPU-only build of torch?)"
+    return "--small" if opts.small else why_on_host()
 
 
 def say_where(why_host: str | None) -> None:
