@@ -22,7 +22,8 @@ from pathlib import Path
 from tilec.errors import TilecError
 
 # What to install for ptxas and libdevice; every "not found" message says it.
-INSTALL_CUDA_TOOLS = "`pip install 'tilec[cuda]'` (`'tilec[cuda12]'` for a CUDA 12 driver)"
+INSTALL_CUDA_TOOLS = ("`pip install 'tilec[cuda]'` (it brings the nvidia-cuda-nvcc wheel; "
+                      "`'tilec[cuda12]'` for a CUDA 12 driver)")
 _HOW_TO_GET = f"{INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS to a ptxas binary"
 
 # The CUDA 13 and CUDA 12 wheels' folders under the `nvidia` namespace package.
