@@ -30,7 +30,8 @@ def run(doc: str, check_on_host, check_on_gpu, what_tilec_does, benchmark) -> No
     checks.summary()
     what_tilec_does(sys.modules[__name__])
     if why_host:
-        print(f"\nbenchmark skipped: {why_host}" + (" (run without it on a CUDA GPU to benchmark)" if opts.small else ""))
+        hint = " (run without it on a CUDA GPU to benchmark)" if opts.small else ""
+        print(f"\nbenchmark skipped: {why_host}{hint}")
     else:
         benchmark(sys.modules[__name__], opts.out)
 
