@@ -125,3 +125,17 @@ def test_found_libdevice_is_bitcode():
         pytest.skip("no libdevice.10.bc found: `pip install 'tilec[cuda]'`")
     assert path.name == "libdevice.10.bc"
     assert path.read_bytes()[:4] == b"BC\xc0\xde"
+
+
+@pytest.mark.parametrize("folder", ["cu13", "cuda_nvcc"], ids=["cuda13-wheels", "cuda12-wheel"])
+def test_the_cuda_wheels_layouts_are_found(folder, monkeypatch, tmp_path, fresh_caches):
+    """Where nvidia-nvvm and nvidia-cuda-nvcc 13, and nvidia-cuda-nvcc-cu12 12.9,
+    put the files (their RECORDs), under an `nvidia` namespace folder."""
+    wanted = [tmp_path / "nvidia" / folder / relative for relative in ("nvvm/libdevice/libdevice.10.bc", "bin/ptxas")]
+    for path in wanted:
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"")
+    monkeypatch.delenv("TILEC_LIBDEVICE", raising=False)
+    monkeypatch.delenv("TILEC_PTXAS", raising=False)
+    monkeypatch.setattr(ptxas_mod, "_namespace_dirs", lambda package: [tmp_path / package] if package == "nvidia" else [])
+    assert [find_libdevice(), find_ptxas()] == wanted
