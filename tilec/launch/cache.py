@@ -18,13 +18,16 @@ libdevice), and ``tilec_source_hash()``: a changed compiler never reuses
 a stale binary.  A value with no stable text (an object whose repr is its
 address) makes the variant uncacheable: it is compiled, never stored.
 
-Every entry is ``MAGIC``, the payload's length and SHA-256, then the payload.
-Writes go to a temporary file in the same directory and are moved into place
+Every entry is ``MAGIC``, the payload's length and SHA-256, then the payload:
+data only, a JSON header and named text or bytes sections (``cache_entry.py``),
+never a pickle.  Writes go to a temporary file in the same directory and are moved into place
 with ``os.replace`` (atomic on POSIX and Windows), so a reader sees a whole
 entry or none, whatever other processes or a crash do.  An entry whose header,
-length or checksum is wrong is a miss: it is recompiled and overwritten.
+length or checksum is wrong, or whose payload is malformed (crafted, say), is a
+miss: it is logged, counted corrupt, recompiled and overwritten.
 
-A hit re-reads the optimized tile IR (``asm["tir-opt"]``) with the IR parser
+A hit re-reads the optimized tile IR, printed with its source locations (so a
+runtime error of a cached kernel still names the user's line), with the IR parser
 instead of rebuilding it: the launchers need ``CompiledKernel.fn``, and parsing
 costs a fraction of building and optimizing (about 4 ms against 19 ms for the
 softmax tutorial on the host, 17 ms against 70 ms for the matmul; against 0.1 s
@@ -36,10 +39,8 @@ import ast
 import functools
 import hashlib
 import inspect
-import io
 import logging
 import os
-import pickle
 import tempfile
 import textwrap
 import types
@@ -50,9 +51,9 @@ from typing import Any, Callable, Optional, Sequence
 
 from .. import language as tl
 from .args import KernelArg
+from .cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
 from .compiler import HOST, CompiledKernel, Options
 
-FORMAT = 1  # bump when the payload's layout changes
 MAGIC = b"tilec-cache\n"
 HEADER = len(MAGIC) + 8 + 32  # magic, payload length (8 bytes, little endian), sha256 of the payload
 KINDS = ("kernel", "tuning")
@@ -416,34 +417,3 @@ def load_kernel(key: str, args: Sequence[KernelArg], options: Options, target: s
         log.warning("tilec cache: kernel entry %s does not load (%s: %s); recompiling", key, type(e).__name__, e)
         STATS["corrupt"] += 1
         return None
-
-
-def serialize_kernel(compiled: CompiledKernel) -> bytes:
-    """``compiled``'s name, every stage of ``asm`` and the metadata, as bytes
-    (also how the autotuner's compile workers hand a kernel back)."""
-    return pickle.dumps({"format": FORMAT, "name": compiled.name, "asm": dict(compiled.asm),
-                         "metadata": compiled.metadata}, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
-    """The ``CompiledKernel`` of ``serialize_kernel``'s bytes for these classified
-    ``args``, its ``fn`` parsed back from ``asm["tir-opt"]`` (raises on anything wrong)."""
-    from ..ir.parser import parse_function
-    from .compiler import _arg_spec
-
-    stored = TilecUnpickler(io.BytesIO(payload)).load()
-    if not isinstance(stored, dict) or stored.get("format") != FORMAT:
-        raise ValueError(f"not a format-{FORMAT} kernel entry")
-    fn = parse_function(stored["asm"]["tir-opt"])
-    return CompiledKernel(stored["name"], fn, tuple(_arg_spec(a) for a in args), options, target,
-                          stored["asm"], stored["metadata"])
-
-
-class TilecUnpickler(pickle.Unpickler):
-    """Unpickles plain data and tilec's own classes only (``KernelMetadata``), nothing
-    a crafted file could use to run code."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module.split(".")[0] == "tilec":
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"the tilec cache holds no {module}.{name}")
