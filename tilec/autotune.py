@@ -375,11 +375,7 @@ class Autotuner(KernelWrapper):
         record = {"index": self.configs.index(best), "config": str(best),
                   "timings_ms": {str(c): t for c, t in self.configs_timings.items()},
                   "skipped": {str(c): r for c, r in self.skipped.items()}}
-        try:
-            cache.write_entry("tuning", disk_key, pack_entry("tuning", {"record": record}, {}))
-        except OSError as e:
-            log.warning("tilec.autotune: cannot store the tuning of `%s` in %s: %s", self.__name__,
-                        cache.cache_dir(), e)
+        cache.store_entry("tuning", disk_key, pack_entry("tuning", {"record": record}, {}))
 
 
 def stored_choice(payload: bytes, configs: Sequence[Config]) -> Config:

@@ -61,7 +61,7 @@ def add_key(kernel, n: int = 64, num_warps: int = 4, target: str = "host", **con
 # --- where, and whether ----------------------------------------------------------
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "a" / "b"))
-    assert cache.cache_dir() == tmp_path / "a" / "b" and cache.cache_dir().is_dir()
+    assert cache.cache_dir() == tmp_path / "a" / "b" and not cache.cache_dir().exists()  # looking creates nothing
     monkeypatch.delenv("TILEC_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache.cache_dir() == tmp_path / "home" / ".cache" / "tilec"

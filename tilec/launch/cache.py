@@ -79,10 +79,40 @@ def enabled() -> bool:
 
 
 def cache_dir() -> Path:
-    """``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``; created on demand."""
-    path = Path(os.environ.get("TILEC_CACHE_DIR") or Path.home() / ".cache" / "tilec")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``.  Nothing is created here
+    (a write makes the folders it needs), so looking never changes the disk;
+    an OSError when there is no home folder to put it in."""
+    configured = os.environ.get("TILEC_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    try:
+        return Path.home() / ".cache" / "tilec"
+    except RuntimeError as e:  # no $HOME and no password entry
+        raise OSError(f"no home folder for the cache ({e}); set TILEC_CACHE_DIR") from None
+
+
+def problem(path: Path) -> Optional[str]:
+    """Why the cache folder ``path`` cannot be used, as far as can be told without
+    creating anything (``python -m tilec cache``); None when nothing is known to be wrong."""
+    folder = next(f for f in (path, *path.parents) if f.exists())  # the root exists
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    return None if os.access(folder, os.W_OK) else f"{folder} is not writable"
+
+
+_WARNED: set[str] = set()  # the cache folders this process has warned about
+
+
+def unusable(error: OSError) -> None:
+    """Say that the cache folder cannot be used, once per folder and process (not
+    once per kernel): compiles, launches and tuning go on without a disk cache."""
+    try:
+        where = str(cache_dir())
+    except OSError:
+        where = "~/.cache/tilec"
+    if where not in _WARNED:
+        _WARNED.add(where)
+        log.warning("tilec cache: %s cannot be used (%s); working without a disk cache", where, error)
 
 
 @functools.lru_cache(maxsize=None)
@@ -137,16 +167,26 @@ def write_entry(kind: str, key: str, payload: bytes) -> None:
         raise
 
 
+def store_entry(kind: str, key: str, payload: bytes) -> bool:
+    """``write_entry``, a failure only reported (once: ``unusable``); whether it was stored."""
+    try:
+        write_entry(kind, key, payload)
+        return True
+    except OSError as e:
+        unusable(e)
+        return False
+
+
 def read_entry(kind: str, key: str) -> Optional[bytes]:
     """The payload stored under (``kind``, ``key``); None when there is none, or
-    when it is unreadable, truncated or fails its checksum (logged)."""
-    path = entry_path(kind, key)
+    when it is unreadable (reported once), truncated or fails its checksum (logged)."""
     try:
+        path = entry_path(kind, key)
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no entry, or no folder yet: a write reports why
         return None
     except OSError as e:
-        log.warning("tilec cache: cannot read %s (%s); recompiling", path, e)
+        unusable(e)
         return None
     payload = data[HEADER:]
     if (not data.startswith(MAGIC) or int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little") != len(payload)
@@ -159,9 +199,14 @@ def read_entry(kind: str, key: str) -> Optional[bytes]:
 
 def entries() -> list[Entry]:
     """Every file under the cache's kind directories (nothing else in ``cache_dir()`` is touched)."""
+    try:
+        root = cache_dir()
+    except OSError:  # no home folder: no cache
+        return []
     found = []
     for kind in KINDS:
-        for path in sorted((cache_dir() / kind).rglob("*")):
+        folder = root / kind
+        for path in sorted(folder.rglob("*") if folder.is_dir() else ()):
             with suppress(OSError):  # another process may remove it meanwhile
                 if path.is_file():
                     stat = path.stat()
@@ -397,12 +442,9 @@ def load_or_compile(pyfn: types.FunctionType, args: Sequence[KernelArg], options
 
 
 def store_kernel(key: str, compiled: CompiledKernel) -> None:
-    """Write ``compiled``'s stages and metadata; a failed write (read-only or full disk) only logs."""
-    try:
-        write_entry("kernel", key, serialize_kernel(compiled))
+    """Write ``compiled``'s stages and metadata; a failed write (read-only or full disk) is only reported."""
+    if store_entry("kernel", key, serialize_kernel(compiled)):
         STATS["stored"] += 1
-    except OSError as e:
-        log.warning("tilec cache: cannot store kernel `%s` in %s: %s", compiled.name, cache_dir(), e)
 
 
 def load_kernel(key: str, args: Sequence[KernelArg], options: Options, target: str) -> Optional[CompiledKernel]:
