@@ -154,19 +154,34 @@ def test_a_text_section_that_is_no_text_or_no_ir_is_rejected(disk_cache):
     compile_twice_with_planted(disk_cache, plant)
 
 
-def test_the_ir_text_must_parse(disk_cache):
+IR_EDITS = {
+    "no IR": lambda text: "func @add_kernel( {\n",
+    "another kernel's": lambda text: text.replace("@add_kernel(", "@other("),
+    "an argument renamed": lambda text: text.replace("%out_ptr", "%dst"),
+    "an argument retyped": lambda text: text.replace("%n: i32)", "%n: i64)"),
+    "an argument more": lambda text: text.replace("%n: i32)", "%n: i32, %m: i32)"),
+    "nested past the parser's depth": lambda text: "[" * 100_000,
+}
+
+
+@pytest.mark.parametrize("edit", list(IR_EDITS))
+def test_the_ir_must_parse_and_be_the_variants(disk_cache, edit):
     def plant(payload: bytes) -> bytes:
         header, body = header_and_body(payload)
-        offset = 0
+        sections, offset = [], 0
         for section in header["sections"]:
-            if section["name"] == "fn":
-                text = b"func @add_kernel( {\n"
-                body = body[:offset] + text + body[offset + section["size"]:]
-                section["size"] = len(text)
+            raw = body[offset:offset + section["size"]]
             offset += section["size"]
-        return rebuilt(header, body)
+            if section["name"] == "fn":
+                raw = IR_EDITS[edit](raw.decode()).encode()
+            sections.append(({**section, "size": len(raw)}, raw))
+        return rebuilt({**header, "sections": [s for s, _ in sections]}, b"".join(r for _, r in sections))
 
     compile_twice_with_planted(disk_cache, plant)
+
+
+def test_a_header_nested_past_the_json_readers_depth_is_rejected(disk_cache):
+    compile_twice_with_planted(disk_cache, lambda genuine: b"[" * 100_000 + b"\n")
 
 
 def test_an_entry_round_trips_every_stage_and_field(disk_cache):
@@ -190,6 +205,7 @@ TUNING_CRAFTED = {
     "a section": lambda marker, good: rebuilt({**header_and_body(good)[0],
                                                "sections": [{"name": "../x", "kind": "text", "size": 0}]}, b""),
     "not json": lambda marker, good: b"{index: 0}\n",
+    "nested past the json reader's depth": lambda marker, good: b"[" * 100_000 + b"\n",
 }
 
 

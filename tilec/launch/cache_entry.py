@@ -24,6 +24,7 @@ import json
 import typing
 from typing import Any, Mapping, Sequence
 
+from ..ir.core import Function
 from .args import KernelArg
 from .compiler import HOST, CompiledKernel, KernelMetadata, Options
 
@@ -58,7 +59,7 @@ def unpack_entry(payload: bytes, kind: str, allowed: Mapping[str, str]) -> tuple
     line, newline, body = payload.partition(b"\n")
     try:
         header = json.loads(line.decode())
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: "[[[[...]]]]"
         raise EntryError(f"the header is not JSON ({e})") from None
     expect(isinstance(header, dict) and header.get("format") == FORMAT and header.get("kind") == kind
            and newline, f"not a format-{FORMAT} {kind} entry")
@@ -116,7 +117,6 @@ def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Optio
     """The ``CompiledKernel`` of ``serialize_kernel``'s bytes for these classified
     ``args``, ``options`` and ``target``, which the entry must agree with; its
     ``fn`` parsed back from the located IR (raises ``EntryError`` on anything wrong)."""
-    from ..ir.parser import ParseError, parse_function
     from .compiler import _arg_spec
 
     header, sections = unpack_entry(payload, "kernel", HOST_SECTIONS if target == HOST else GPU_SECTIONS)
@@ -126,12 +126,24 @@ def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Optio
     expect((metadata.name, metadata.target, metadata.num_warps, metadata.num_stages)
            == (name, target, options.num_warps, options.num_stages), "the metadata is for another variant")
     expect(set(HOST_SECTIONS) <= set(sections), "a stage is missing")
+    specs = tuple(_arg_spec(a) for a in args)
+    fn = kernel_ir(sections.pop("fn"), name, specs)
+    return CompiledKernel(name, fn, specs, options, target, sections, metadata)
+
+
+def kernel_ir(text: str, name: str, specs: Sequence) -> Function:
+    """The IR of kernel ``name`` parsed from ``text``; its runtime arguments must be
+    those of ``specs`` (names and types), or a launch would pass it the wrong values."""
+    from ..ir.parser import ParseError, parse_function
+
     try:
-        fn = parse_function(sections.pop("fn"))
+        fn = parse_function(text)
     except ParseError as e:
         raise EntryError(f"the IR does not parse: {e}") from None
     expect(fn.name == name, f"the IR is of `{fn.name}`, not `{name}`")
-    return CompiledKernel(name, fn, tuple(_arg_spec(a) for a in args), options, target, sections, metadata)
+    runtime = [(s.name, s.type) for s in specs if s.type is not None]
+    expect(list(zip(fn.arg_names, (a.type for a in fn.args))) == runtime, "the IR's arguments are not the variant's")
+    return fn
 
 
 def kernel_metadata(stored: Any) -> KernelMetadata:
