@@ -10,8 +10,11 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tilec.launch import cache
+from tilec.launch.cache_entry import GPU_SECTIONS, EntryError, pack_entry, unpack_entry
 
 from launch.kernels import add_kernel, fresh
 from launch.test_cache import disk_cache, kernel_files, vectors  # noqa: F401 (a fixture)
@@ -191,6 +194,41 @@ def test_an_entry_round_trips_every_stage_and_field(disk_cache):
     back = cache.deserialize_kernel(cache.serialize_kernel(first), plan.args, first.options, "sm_80")
     assert back.asm == first.asm and back.metadata == first.metadata and back.name == first.name
     assert all(type(back.asm[k]) is type(v) for k, v in first.asm.items())
+
+
+GENUINE = pack_entry("kernel", {"name": "k", "metadata": {"name": "k"}},
+                     {"tir": "func @k() {\n}\n", "ptx": "// ptx\n", "cubin": bytes(range(40))})
+
+
+# --- the container, by property ------------------------------------------------------------------
+SECTION_CONTENTS = st.one_of(st.text(), st.binary())
+
+
+@given(sections=st.dictionaries(st.sampled_from(sorted(GPU_SECTIONS)), SECTION_CONTENTS),
+       fields=st.dictionaries(st.text().filter(lambda k: k not in ("format", "kind", "sections")),
+                              st.one_of(st.none(), st.integers(), st.text())))
+def test_pack_and_unpack_round_trip_any_sections(sections, fields):
+    allowed = {name: "text" if isinstance(content, str) else "bytes" for name, content in sections.items()}
+    header, back = unpack_entry(pack_entry("kernel", fields, sections), "kernel", allowed)
+    assert back == sections and {k: header[k] for k in fields} == fields
+
+
+@given(payload=st.binary(max_size=300) | st.builds(lambda h, b: h.encode() + b"\n" + b, st.text(), st.binary()))
+def test_any_bytes_unpack_or_raise_entry_error_only(payload):
+    try:
+        unpack_entry(payload, "kernel", GPU_SECTIONS)
+    except EntryError:
+        pass
+
+
+@given(cut=st.integers(0, 10_000), flip=st.integers(0, 10_000), bit=st.integers(0, 7))
+def test_a_damaged_genuine_payload_reads_back_or_raises_entry_error(cut, flip, bit):
+    payload = bytearray(GENUINE[:max(1, len(GENUINE) - cut % len(GENUINE))])
+    payload[flip % len(payload)] ^= 1 << bit
+    try:
+        unpack_entry(bytes(payload), "kernel", GPU_SECTIONS)
+    except EntryError:
+        pass
 
 
 # --- the tuning database -------------------------------------------------------------------------
