@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +23,7 @@ from tilec.launch import cache
 from launch.test_cache import disk_cache  # noqa: F401 (a fixture)
 
 at = importlib.import_module("tilec.autotune")
+REPO = Path(__file__).resolve().parents[2]
 
 
 @tilec.jit
@@ -73,3 +78,37 @@ def record_calls(method, calls: list):
         return method(self, *args)
 
     return recorded
+
+
+SCRIPT = """
+import numpy as np
+import tilec
+import tilec.language as tl
+from tilec.launch import cache
+
+@tilec.jit
+def b04(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1, mask=offs < n)
+
+try:
+    b04[(1,)](np.ones(10, np.float32), np.zeros(10, np.float32), 10, BLOCK=16)
+except tilec.InterpreterError as e:
+    print(e)
+print("hits", cache.STATS["hit"])
+"""
+
+
+def test_a_new_process_reading_the_kernel_from_disk_names_the_line(tmp_path):
+    script = tmp_path / "b04_oob.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "TILEC_CACHE_DIR": str(tmp_path / "cache"), "TILEC_CHECK": "0", "TILEC_CACHE": "1",
+           "PYTHONPATH": str(REPO)}
+    env.pop("TILEC_DUMP", None)
+    runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+            for _ in range(2)]
+    for run, hits in zip(runs, (0, 1)):
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.startswith(f"{script}:10: load out of bounds"), run.stdout
+        assert "tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1, mask=offs < n)" in run.stdout
+        assert run.stdout.endswith(f"hits {hits}\n")
