@@ -6,7 +6,8 @@
 ``cache_dir()`` is ``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``; ``TILEC_CACHE=0``
 turns the cache off (nothing is read or written), and ``TILEC_CHECK`` or
 ``TILEC_DUMP`` bypass the kernel cache (they watch the compiler at work).  ``python -m tilec cache`` lists
-and clears it through ``entries()`` and ``clear()``.
+and clears it through ``entries()`` and ``clear()``.  Nothing creates the folder but a write; when it
+cannot be created or written, tilec works on without it after one warning (``unusable``).
 
 A kernel's key (``kernel_key``) hashes everything its code depends on: the
 source of the kernel and of every ``@jit`` function, plain function and
@@ -20,9 +21,9 @@ address) makes the variant uncacheable: it is compiled, never stored.
 
 Every entry is ``MAGIC``, the payload's length and SHA-256, then the payload:
 data only, a JSON header and named text or bytes sections (``cache_entry.py``),
-never a pickle.  Writes go to a temporary file in the same directory and are moved into place
-with ``os.replace`` (atomic on POSIX and Windows), so a reader sees a whole
-entry or none, whatever other processes or a crash do.  An entry whose header,
+never a pickle.  Writes go to a temporary file in the same directory and are
+moved into place with ``os.replace`` (atomic on POSIX and Windows), so a reader
+sees a whole entry or none, whatever other processes or a crash do.  An entry whose header,
 length or checksum is wrong, or whose payload is malformed (crafted, say), is a
 miss: it is logged, counted corrupt, recompiled and overwritten.
 
