@@ -82,7 +82,7 @@ CRAFTED = {
     "NUL in a name": lambda h, b: (with_section(h, 0, name="tir\0-opt"), b),
     "unknown section": lambda h, b: (with_section(h, 0, name="evil"), b),
     "twice the same section": lambda h, b: (with_section(h, 1, name=h["sections"][0]["name"]), b),
-    "cubin as text": lambda h, b: (with_section(h, 0, kind="bytes"), b),
+    "IR declared bytes": lambda h, b: (with_section(h, 0, kind="bytes"), b),
     "sections not a list": lambda h, b: ({**h, "sections": {"tir": 3}}, b),
     "header a list": lambda h, b: ([h], b),
     "other format": lambda h, b: ({**h, "format": 1}, b),

@@ -61,7 +61,8 @@ def blocked(request, monkeypatch, tmp_path, caplog):
     request.param(monkeypatch, tmp_path)
     caplog.set_level(logging.WARNING, logger="tilec")
     yield caplog
-    (tmp_path / "ro").exists() and (tmp_path / "ro").chmod(stat.S_IRWXU)
+    if (tmp_path / "ro").exists():
+        (tmp_path / "ro").chmod(stat.S_IRWXU)  # let pytest remove it
 
 
 def cache_warnings(caplog) -> list[str]:
@@ -83,7 +84,7 @@ def test_compiles_and_launches_work_with_one_warning(blocked):
 
 
 def test_tuning_works_with_one_warning(blocked):
-    from test_autotune import CONFIGS, data, grid, tuned
+    from test_autotune import data, grid, tuned
 
     x, out = data(300)
     tuned()[grid](x, out, 300)
@@ -91,7 +92,6 @@ def test_tuning_works_with_one_warning(blocked):
     np.testing.assert_array_equal(out, 2 * x)
     warned = cache_warnings(blocked)
     assert len(warned) == 1 and "without a disk cache" in warned[0], warned
-    assert len(CONFIGS) == 3
 
 
 def test_the_cache_command_says_what_is_wrong(blocked, capsys):
