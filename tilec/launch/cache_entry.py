@@ -30,9 +30,10 @@ from .compiler import HOST, CompiledKernel, KernelMetadata, Options
 
 FORMAT = 2  # bump when the layout changes: older entries are then malformed, and recompiled
 SECTION_KINDS = {str: "text", bytes: "bytes"}
-#: The sections a kernel entry may hold, with their kind: every stage of ``asm``, and
-#: ``fn``, the optimized IR printed with source locations (``asm["tir-opt"]`` has none).
-HOST_SECTIONS = {"fn": "text", "tir": "text", "tir-opt": "text"}
+#: The sections a kernel entry may hold, with their kind: ``fn``, the optimized IR printed
+#: with source locations (``asm["tir-opt"]`` is the same without them: printed again on
+#: reading, so the two cannot disagree), and every other stage of ``asm``.
+HOST_SECTIONS = {"fn": "text", "tir": "text"}
 GPU_SECTIONS = {**HOST_SECTIONS, "tir-gpu": "text", "llir": "text", "ptx": "text", "cubin": "bytes"}
 
 
@@ -108,7 +109,8 @@ def serialize_kernel(compiled: CompiledKernel) -> bytes:
     """``compiled``'s name, metadata, every stage of ``asm`` and its IR with locations."""
     from ..ir.printer import print_function
 
-    sections = {"fn": print_function(compiled.fn, locs=True), **compiled.asm}
+    stages = {name: stage for name, stage in compiled.asm.items() if name != "tir-opt"}
+    sections = {"fn": print_function(compiled.fn, locs=True), **stages}
     return pack_entry("kernel", {"name": compiled.name, "metadata": dataclasses.asdict(compiled.metadata)},
                       sections)
 
@@ -117,6 +119,7 @@ def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Optio
     """The ``CompiledKernel`` of ``serialize_kernel``'s bytes for these classified
     ``args``, ``options`` and ``target``, which the entry must agree with; its
     ``fn`` parsed back from the located IR (raises ``EntryError`` on anything wrong)."""
+    from ..ir.printer import print_function
     from .compiler import _arg_spec
 
     header, sections = unpack_entry(payload, "kernel", HOST_SECTIONS if target == HOST else GPU_SECTIONS)
@@ -128,7 +131,8 @@ def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Optio
     expect(set(HOST_SECTIONS) <= set(sections), "a stage is missing")
     specs = tuple(_arg_spec(a) for a in args)
     fn = kernel_ir(sections.pop("fn"), name, specs)
-    return CompiledKernel(name, fn, specs, options, target, sections, metadata)
+    asm = {"tir": sections.pop("tir"), "tir-opt": print_function(fn), **sections}
+    return CompiledKernel(name, fn, specs, options, target, asm, metadata)
 
 
 def kernel_ir(text: str, name: str, specs: Sequence) -> Function:
