@@ -18,6 +18,7 @@ import tilec
 import tilec.language as tl
 from tilec import testing
 from tilec.launch import cache
+from tilec.launch.cache_entry import unpack_entry
 
 at = importlib.import_module("tilec.autotune")  # `tilec.autotune` itself is the decorator
 REPO = Path(__file__).resolve().parents[1]
@@ -323,7 +324,7 @@ def test_the_choice_is_stored_and_a_fresh_tuner_reuses_it(bench_calls, tuning_ca
     first = tuned()
     first[grid](x, out, 300)
     entry, = (tuning_cache / "tuning").iterdir()
-    record = json.loads(cache.read_entry("tuning", entry.stem))
+    record = unpack_entry(cache.read_entry("tuning", entry.stem), "tuning", {})[0]["record"]
     assert record["config"] == str(first.best_config) and len(record["timings_ms"]) == 3
     again = tuned()
     out[:] = 0

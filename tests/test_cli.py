@@ -98,9 +98,9 @@ def test_info_and_cache(kernels, tmp_path):
     # TILEC_CHECK (set by conftest.py) bypasses the disk cache
     assert tilec_command("compile", f"{kernels}:add", *ADD, cwd=tmp_path, unset=("TILEC_CHECK",)).returncode == 0
     shown = tilec_command("cache", cwd=tmp_path)
-    assert shown.stdout.startswith(f"cache: {tmp_path / 'cache'}\n") and "  kernel: 1 entries, " in shown.stdout
+    assert shown.stdout.startswith(f"cache: {tmp_path / 'cache'}\n") and "  kernel: 1 entry, " in shown.stdout
     cleared = tilec_command("cache", "--clear", cwd=tmp_path)
-    assert cleared.stdout == f"removed 1 entries from {tmp_path / 'cache'}\n"
+    assert cleared.stdout == f"removed 1 entry from {tmp_path / 'cache'}\n"
     assert "total: 0 entries, 0 bytes" in tilec_command("cache", cwd=tmp_path).stdout
 
 

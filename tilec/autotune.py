@@ -34,7 +34,6 @@ arguments.  Beyond Triton:
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -43,6 +42,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from . import testing
 from .errors import CompilationError, OutOfResources, TilecError
 from .launch import cache
+from .launch.cache_entry import EntryError, expect, is_int, pack_entry, unpack_entry
 from .launch.jit import JITFunction, LaunchPlan
 
 log = logging.getLogger("tilec.autotune")
@@ -351,17 +351,18 @@ class Autotuner(KernelWrapper):
             return None
 
     def _recall(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[Config]:
-        """The config an earlier process chose for this key, when it is still one of ours."""
+        """The config an earlier process chose for this key, when it is still one of ours;
+        an entry that is not a well-formed choice is logged, counted corrupt and tuned again."""
         disk_key = self._disk_key(key, args, kwargs)
         payload = cache.read_entry("tuning", disk_key) if disk_key else None
         if payload is None:
             return None
         try:
-            stored = json.loads(payload)
-            config = self.configs[stored["index"]]
-            if str(config) != stored["config"]:
-                return None
-        except (ValueError, KeyError, IndexError, TypeError):
+            config = stored_choice(payload, self.configs)
+        except EntryError as e:
+            log.warning("tilec.autotune: tuning entry %s of `%s` is corrupt (%s); tuning again", disk_key,
+                        self.__name__, e)
+            cache.STATS["corrupt"] += 1
             return None
         log.info("tilec.autotune: `%s` key %s: %s (tuned by an earlier process)", self.__name__, key, config)
         return config
@@ -374,11 +375,18 @@ class Autotuner(KernelWrapper):
         record = {"index": self.configs.index(best), "config": str(best),
                   "timings_ms": {str(c): t for c, t in self.configs_timings.items()},
                   "skipped": {str(c): r for c, r in self.skipped.items()}}
-        try:
-            cache.write_entry("tuning", disk_key, json.dumps(record).encode())
-        except OSError as e:
-            log.warning("tilec.autotune: cannot store the tuning of `%s` in %s: %s", self.__name__,
-                        cache.cache_dir(), e)
+        cache.store_entry("tuning", disk_key, pack_entry("tuning", {"record": record}, {}))
+
+
+def stored_choice(payload: bytes, configs: Sequence[Config]) -> Config:
+    """The config a tuning entry chose: its index among ``configs``, which must
+    still print as the entry says (raises ``EntryError``)."""
+    record = unpack_entry(payload, "tuning", {})[0].get("record")
+    expect(isinstance(record, dict), "no `record` object")
+    index, text = record.get("index"), record.get("config")
+    expect(is_int(index) and 0 <= index < len(configs), f"the index {index!r} is not one of the configs")
+    expect(text == str(configs[index]), f"config {index} is not {text!r}")
+    return configs[index]
 
 
 def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Optional[dict] = None,

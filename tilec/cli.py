@@ -326,21 +326,42 @@ def _write(compiled: Any, stages: list[str], directory: Path) -> None:
 # --------------------------------------------------------------------------- #
 
 def cache_command(args: argparse.Namespace) -> int:
+    """Show the disk cache, creating nothing, or clear it."""
     from .launch import cache
 
-    directory = cache.cache_dir()
     if args.clear:
-        print(f"removed {cache.clear()} entries from {directory}")
+        print(f"removed {count(cache.clear(), 'entry', 'entries')} from {cache_summary()}")
         return 0
-    state = "" if cache.enabled() else " (off: TILEC_CACHE=0)"
-    print(f"cache: {directory}{state}")
+    print(f"cache: {cache_summary()}")
     entries = cache.entries()
     kinds = sorted({e.kind for e in entries}, key=lambda k: (k == "temp", k))
     for kind in kinds:
         of_kind = [e for e in entries if e.kind == kind]
-        print(f"  {kind}: {len(of_kind)} entries, {human_size(sum(e.size for e in of_kind))}")
-    print(f"  total: {len(entries)} entries, {human_size(sum(e.size for e in entries))}")
+        print(f"  {kind}: {count(len(of_kind), 'entry', 'entries')}, {human_size(sum(e.size for e in of_kind))}")
+    print(f"  total: {count(len(entries), 'entry', 'entries')}, {human_size(sum(e.size for e in entries))}")
     return 0
+
+
+def cache_summary() -> str:
+    """Where the disk cache is and, when it is not simply in use, why: it cannot be
+    used (tilec works on without it), it is off, or nothing was cached yet."""
+    from .launch import cache
+
+    try:
+        directory = cache.cache_dir()
+    except OSError as e:
+        return f"none ({e})"
+    trouble = cache.problem(directory)
+    if trouble:
+        return f"{directory} (cannot be used: {trouble}; tilec works without a disk cache)"
+    if not cache.enabled():
+        return f"{directory} (off: TILEC_CACHE=0)"
+    return str(directory) if directory.exists() else f"{directory} (empty: nothing cached yet)"
+
+
+def count(n: int, one: str, many: str) -> str:
+    """``1 entry``, ``2 entries``, ``0 entries``."""
+    return f"{n} {one if n == 1 else many}"
 
 
 def human_size(n: int) -> str:
@@ -369,7 +390,6 @@ def info_lines() -> list[tuple[str, str]]:
     import llvmlite.binding as llvm
 
     from . import __version__
-    from .launch import cache
     from .launch.compiler import TARGETS
     from .targets.ptxas import INSTALL_CUDA_TOOLS, find_libdevice, find_ptxas
 
@@ -385,7 +405,7 @@ def info_lines() -> list[tuple[str, str]]:
         ("libdevice", str(libdevice) if libdevice else
          f"not found ({INSTALL_CUDA_TOOLS}, or set TILEC_LIBDEVICE); kernels calling it cannot compile "
          "for GPUs"),
-        ("cache", f"{cache.cache_dir()}" + ("" if cache.enabled() else " (off: TILEC_CACHE=0)")),
+        ("cache", cache_summary()),
         ("targets", ", ".join(TARGETS)),
     ]
 

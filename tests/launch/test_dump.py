@@ -10,7 +10,8 @@ import pytest
 
 from launch.kernels import add_kernel, fresh, transpose_kernel
 from tilec.errors import OutOfResources, TilecError
-from tilec.launch import dump
+from tilec.launch import cache, dump
+from tilec.opt import pass_manager
 from tilec.targets import ptxas
 
 
@@ -85,11 +86,40 @@ def test_stages_made_before_a_failure_are_there(dump_to):
 def test_default_directory_and_what_is_not_a_stage(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TILEC_DUMP_DIR", raising=False)
-    monkeypatch.setenv("TILEC_DUMP", "ir,llvm,nonsense")  # ir is the pass manager's (stderr)
+    monkeypatch.setenv("TILEC_DUMP", "ir")  # the pass manager's (stderr), not a file
     assert dump.requested() == frozenset()
     monkeypatch.setenv("TILEC_DUMP", "ptx")
     fresh(add_kernel).compile(*vectors(), target="sm_90")
     assert [p.suffix for p in (tmp_path / "tilec-dump").iterdir()] == [".ptx"]
+
+
+READERS = {"dump": lambda: dump.requested(), "pass manager": lambda: pass_manager.dump_requested(),
+           "cache": lambda: cache.bypassed()}
+
+
+@pytest.mark.parametrize("value", ["bogus", "1", "ptx,llvm", "PTX", "tir,ir,irx", "true", "ptx;llir"])
+def test_an_unknown_name_is_an_error_naming_the_valid_ones(tmp_path, monkeypatch, value):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TILEC_DUMP", value)
+    monkeypatch.setenv("TILEC_CHECK", "0")  # else the cache is bypassed before TILEC_DUMP is read
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "cache"))
+    valid = "tir, tir-opt, tir-gpu, llir, ptx, cubin, metadata, ir, all"
+    for reader in READERS.values():
+        with pytest.raises(TilecError, match=f"TILEC_DUMP=.*unknown name.*{valid}"):
+            reader()
+    with pytest.raises(TilecError, match=f"TILEC_DUMP=.*{valid}"):
+        fresh(add_kernel)[(1,)](*vectors(64))
+    assert list(tmp_path.iterdir()) == []  # neither a dump nor a cache entry
+
+
+@pytest.mark.parametrize("value, stages, ir", [("", set(), False), ("0", set(), False), ("ptx", {"ptx"}, False),
+                                               (" tir , llir,", {"tir", "llir"}, False), ("ir", set(), True),
+                                               ("all,ir", set(dump.STAGE_FILES), True)])
+def test_valid_names_are_read_alike_everywhere(monkeypatch, value, stages, ir):
+    monkeypatch.setenv("TILEC_DUMP", value)
+    monkeypatch.setenv("TILEC_CHECK", "0")
+    assert dump.requested() == stages and pass_manager.dump_requested() == ir
+    assert cache.bypassed() == ("TILEC_DUMP is set" if stages or ir else None)
 
 
 def test_nothing_is_written_without_tilec_dump(tmp_path, monkeypatch):

@@ -30,14 +30,14 @@ def _dump_of(text: str, name: str) -> str:
 
 
 def test_dump_after_each_pass_in_order(monkeypatch, capsys):
-    monkeypatch.setenv("TILEC_DUMP", "llvm,ir")
+    monkeypatch.setenv("TILEC_DUMP", "llir,ir")
     out = PassManager([canonicalize, eliminate_dead_code]).run(parse_function(function_text(BODY)))
     assert print_function(out) == function_text(AFTER_DCE)
     assert capsys.readouterr().err == (_dump_of(function_text(AFTER_CANONICALIZE), "canonicalize")
                                        + _dump_of(function_text(AFTER_DCE), "eliminate_dead_code"))
 
 
-@pytest.mark.parametrize("env", ["", "llvm", "ptx,irx"])
+@pytest.mark.parametrize("env", ["", "0", "llir", "ptx,tir"])
 def test_no_dump_unless_ir_is_named(monkeypatch, capsys, env):
     monkeypatch.setenv("TILEC_DUMP", env)
     PassManager([canonicalize]).run(parse_function(function_text(BODY)))

@@ -6,7 +6,8 @@
 ``cache_dir()`` is ``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``; ``TILEC_CACHE=0``
 turns the cache off (nothing is read or written), and ``TILEC_CHECK`` or
 ``TILEC_DUMP`` bypass the kernel cache (they watch the compiler at work).  ``python -m tilec cache`` lists
-and clears it through ``entries()`` and ``clear()``.
+and clears it through ``entries()`` and ``clear()``.  Nothing creates the folder but a write; when it
+cannot be created or written, tilec works on without it after one warning (``unusable``).
 
 A kernel's key (``kernel_key``) hashes everything its code depends on: the
 source of the kernel and of every ``@jit`` function, plain function and
@@ -18,13 +19,16 @@ libdevice), and ``tilec_source_hash()``: a changed compiler never reuses
 a stale binary.  A value with no stable text (an object whose repr is its
 address) makes the variant uncacheable: it is compiled, never stored.
 
-Every entry is ``MAGIC``, the payload's length and SHA-256, then the payload.
-Writes go to a temporary file in the same directory and are moved into place
-with ``os.replace`` (atomic on POSIX and Windows), so a reader sees a whole
-entry or none, whatever other processes or a crash do.  An entry whose header,
-length or checksum is wrong is a miss: it is recompiled and overwritten.
+Every entry is ``MAGIC``, the payload's length and SHA-256, then the payload:
+data only, a JSON header and named text or bytes sections (``cache_entry.py``),
+never a pickle.  Writes go to a temporary file in the same directory and are
+moved into place with ``os.replace`` (atomic on POSIX and Windows), so a reader
+sees a whole entry or none, whatever other processes or a crash do.  An entry whose header,
+length or checksum is wrong, or whose payload is malformed (crafted, say), is a
+miss: it is logged, counted corrupt, recompiled and overwritten.
 
-A hit re-reads the optimized tile IR (``asm["tir-opt"]``) with the IR parser
+A hit re-reads the optimized tile IR, printed with its source locations (so a
+runtime error of a cached kernel still names the user's line), with the IR parser
 instead of rebuilding it: the launchers need ``CompiledKernel.fn``, and parsing
 costs a fraction of building and optimizing (about 4 ms against 19 ms for the
 softmax tutorial on the host, 17 ms against 70 ms for the matmul; against 0.1 s
@@ -36,10 +40,8 @@ import ast
 import functools
 import hashlib
 import inspect
-import io
 import logging
 import os
-import pickle
 import tempfile
 import textwrap
 import types
@@ -50,9 +52,10 @@ from typing import Any, Callable, Optional, Sequence
 
 from .. import language as tl
 from .args import KernelArg
+from .cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
 from .compiler import HOST, CompiledKernel, Options
+from .dump import dump_names
 
-FORMAT = 1  # bump when the payload's layout changes
 MAGIC = b"tilec-cache\n"
 HEADER = len(MAGIC) + 8 + 32  # magic, payload length (8 bytes, little endian), sha256 of the payload
 KINDS = ("kernel", "tuning")
@@ -78,10 +81,40 @@ def enabled() -> bool:
 
 
 def cache_dir() -> Path:
-    """``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``; created on demand."""
-    path = Path(os.environ.get("TILEC_CACHE_DIR") or Path.home() / ".cache" / "tilec")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``.  Nothing is created here
+    (a write makes the folders it needs), so looking never changes the disk;
+    an OSError when there is no home folder to put it in."""
+    configured = os.environ.get("TILEC_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    try:
+        return Path.home() / ".cache" / "tilec"
+    except RuntimeError as e:  # no $HOME and no password entry
+        raise OSError(f"no home folder for the cache ({e}); set TILEC_CACHE_DIR") from None
+
+
+def problem(path: Path) -> Optional[str]:
+    """Why the cache folder ``path`` cannot be used, as far as can be told without
+    creating anything (``python -m tilec cache``); None when nothing is known to be wrong."""
+    folder = next(f for f in (path, *path.parents) if f.exists())  # the root exists
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    return None if os.access(folder, os.W_OK) else f"{folder} is not writable"
+
+
+_WARNED: set[str] = set()  # the cache folders this process has warned about
+
+
+def unusable(error: OSError) -> None:
+    """Say that the cache folder cannot be used, once per folder and process (not
+    once per kernel): compiles, launches and tuning go on without a disk cache."""
+    try:
+        where = str(cache_dir())
+    except OSError:
+        where = "~/.cache/tilec"
+    if where not in _WARNED:
+        _WARNED.add(where)
+        log.warning("tilec cache: %s cannot be used (%s); working without a disk cache", where, error)
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,16 +169,26 @@ def write_entry(kind: str, key: str, payload: bytes) -> None:
         raise
 
 
+def store_entry(kind: str, key: str, payload: bytes) -> bool:
+    """``write_entry``, a failure only reported (once: ``unusable``); whether it was stored."""
+    try:
+        write_entry(kind, key, payload)
+        return True
+    except OSError as e:
+        unusable(e)
+        return False
+
+
 def read_entry(kind: str, key: str) -> Optional[bytes]:
     """The payload stored under (``kind``, ``key``); None when there is none, or
-    when it is unreadable, truncated or fails its checksum (logged)."""
-    path = entry_path(kind, key)
+    when it is unreadable (reported once), truncated or fails its checksum (logged)."""
     try:
+        path = entry_path(kind, key)
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no entry, or no folder yet: a write reports why
         return None
     except OSError as e:
-        log.warning("tilec cache: cannot read %s (%s); recompiling", path, e)
+        unusable(e)
         return None
     payload = data[HEADER:]
     if (not data.startswith(MAGIC) or int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little") != len(payload)
@@ -158,9 +201,14 @@ def read_entry(kind: str, key: str) -> Optional[bytes]:
 
 def entries() -> list[Entry]:
     """Every file under the cache's kind directories (nothing else in ``cache_dir()`` is touched)."""
+    try:
+        root = cache_dir()
+    except OSError:  # no home folder: no cache
+        return []
     found = []
     for kind in KINDS:
-        for path in sorted((cache_dir() / kind).rglob("*")):
+        folder = root / kind
+        for path in sorted(folder.rglob("*") if folder.is_dir() else ()):
             with suppress(OSError):  # another process may remove it meanwhile
                 if path.is_file():
                     stat = path.stat()
@@ -368,10 +416,9 @@ def bypassed() -> Optional[str]:
     kernel would skip.  The test suite runs under ``TILEC_CHECK=1``."""
     if not enabled():
         return "TILEC_CACHE=0"
-    for var in ("TILEC_CHECK", "TILEC_DUMP"):
-        if os.environ.get(var, "") not in ("", "0"):
-            return f"{var} is set"
-    return None
+    if os.environ.get("TILEC_CHECK", "") not in ("", "0"):
+        return "TILEC_CHECK is set"
+    return "TILEC_DUMP is set" if dump_names() else None
 
 
 def load_or_compile(pyfn: types.FunctionType, args: Sequence[KernelArg], options: Options, target: str,
@@ -396,12 +443,9 @@ def load_or_compile(pyfn: types.FunctionType, args: Sequence[KernelArg], options
 
 
 def store_kernel(key: str, compiled: CompiledKernel) -> None:
-    """Write ``compiled``'s stages and metadata; a failed write (read-only or full disk) only logs."""
-    try:
-        write_entry("kernel", key, serialize_kernel(compiled))
+    """Write ``compiled``'s stages and metadata; a failed write (read-only or full disk) is only reported."""
+    if store_entry("kernel", key, serialize_kernel(compiled)):
         STATS["stored"] += 1
-    except OSError as e:
-        log.warning("tilec cache: cannot store kernel `%s` in %s: %s", compiled.name, cache_dir(), e)
 
 
 def load_kernel(key: str, args: Sequence[KernelArg], options: Options, target: str) -> Optional[CompiledKernel]:
@@ -416,34 +460,3 @@ def load_kernel(key: str, args: Sequence[KernelArg], options: Options, target: s
         log.warning("tilec cache: kernel entry %s does not load (%s: %s); recompiling", key, type(e).__name__, e)
         STATS["corrupt"] += 1
         return None
-
-
-def serialize_kernel(compiled: CompiledKernel) -> bytes:
-    """``compiled``'s name, every stage of ``asm`` and the metadata, as bytes
-    (also how the autotuner's compile workers hand a kernel back)."""
-    return pickle.dumps({"format": FORMAT, "name": compiled.name, "asm": dict(compiled.asm),
-                         "metadata": compiled.metadata}, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
-    """The ``CompiledKernel`` of ``serialize_kernel``'s bytes for these classified
-    ``args``, its ``fn`` parsed back from ``asm["tir-opt"]`` (raises on anything wrong)."""
-    from ..ir.parser import parse_function
-    from .compiler import _arg_spec
-
-    stored = TilecUnpickler(io.BytesIO(payload)).load()
-    if not isinstance(stored, dict) or stored.get("format") != FORMAT:
-        raise ValueError(f"not a format-{FORMAT} kernel entry")
-    fn = parse_function(stored["asm"]["tir-opt"])
-    return CompiledKernel(stored["name"], fn, tuple(_arg_spec(a) for a in args), options, target,
-                          stored["asm"], stored["metadata"])
-
-
-class TilecUnpickler(pickle.Unpickler):
-    """Unpickles plain data and tilec's own classes only (``KernelMetadata``), nothing
-    a crafted file could use to run code."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module.split(".")[0] == "tilec":
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"the tilec cache holds no {module}.{name}")

@@ -5,7 +5,7 @@
   later stage; ``roundtrip`` also checks that the text form reads back (ten
   times the cost of verifying, so ``optimize`` does it once, at the end, and
   only under ``TILEC_CHECK=1``).
-* ``dump`` (default: ``ir`` in ``TILEC_DUMP``, e.g. ``TILEC_DUMP=ir,llvm``)
+* ``dump`` (default: ``ir`` in ``TILEC_DUMP``, e.g. ``TILEC_DUMP=ir,llir``)
   prints the IR after every pass to stderr, headed
   ``// -----// IR after <pass> //----- //``.
 """
@@ -21,9 +21,11 @@ from ..ir.printer import print_function
 Pass = Callable[[Function], Function]
 
 
-def dump_requested(what: str = "ir") -> bool:
-    """True when ``TILEC_DUMP`` (a comma-separated list) names ``what``."""
-    return what in os.environ.get("TILEC_DUMP", "").replace(" ", "").split(",")
+def dump_requested() -> bool:
+    """True when ``TILEC_DUMP`` names ``ir`` (read by ``launch/dump.py``, which rejects unknown names)."""
+    from ..launch.dump import dump_names  # the launch package loads the optimizer lazily: no cycle
+
+    return "ir" in dump_names()
 
 
 def roundtrip_requested() -> bool:
