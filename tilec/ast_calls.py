@@ -31,6 +31,14 @@ _SPECIAL_CALLS = {py.range: "call_range", py.print: "call_print", py.getattr: "c
                   py.min: "call_min_max_abs", py.max: "call_min_max_abs", py.abs: "call_min_max_abs"}
 
 
+def tl_equivalent(fn: Any) -> Optional[str]:
+    """``"tl.exp"`` for a function named ``exp`` from another library (numpy, math), when
+    ``tl`` has a function of that name; else None."""
+    name = getattr(fn, "__name__", None)
+    same = getattr(tl, name, None) if isinstance(name, str) else None
+    return f"tl.{name}" if getattr(same, "__tilec_builtin__", False) and same is not fn else None
+
+
 class CallsMixin:
     """The call handling of ``CodeGenerator``."""
 
@@ -98,9 +106,20 @@ class CallsMixin:
             return self.inline_jit(fn, args, kwargs)
         if self.is_python_callable(fn):
             return unwrap(self.call_python(fn, args, kwargs))
+        self.error(self.cannot_call(fn))
+
+    @staticmethod
+    def cannot_call(fn: Any) -> str:
+        """Why ``fn`` cannot be called in a kernel, naming the ``tl`` function to use when
+        there is one of the same name (``np.exp`` -> ``tl.exp``)."""
         name = getattr(fn, "__name__", type(fn).__name__)
-        self.error(f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
-                   f"and math.*, tl types and the Python builtins {', '.join(PY_NAMES)} on compile-time values")
+        library = (getattr(fn, "__module__", None) or type(fn).__module__).split(".")[0]
+        if tl_equivalent(fn):
+            return f"`{library}.{name}`: {library} functions do not run inside kernels; use `{tl_equivalent(fn)}`"
+        if inspect.isfunction(fn):
+            return f"`{name}` is a plain Python function; decorate it with @tilec.jit to call it from a kernel"
+        return (f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
+                f"and math.*, tl types and the Python builtins {', '.join(PY_NAMES)} on compile-time values")
 
     @staticmethod
     def is_python_callable(fn: Any) -> bool:
@@ -115,7 +134,8 @@ class CallsMixin:
         if special is not None:
             return getattr(self, special)(fn, args, kwargs)
         if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
-            hint = _PY_FUNCS.get(fn) or "it needs compile-time arguments"
+            hint = _PY_FUNCS.get(fn) or (f"use {tl_equivalent(fn)}" if tl_equivalent(fn) else
+                                         "it needs compile-time arguments")
             self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")
         return self.fold(fn, *args, **kwargs)
 

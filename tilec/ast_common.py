@@ -13,7 +13,7 @@ from typing import Any
 
 import tilec.language as tl
 from tilec import ir, semantic
-from tilec.errors import CompilationError
+from tilec.errors import NEEDS_DEF, CompilationError, require_def_function
 
 # --------------------------------------------------------------------------- #
 # Source
@@ -36,10 +36,12 @@ class FunctionSource:
 def parse_function(pyfn) -> FunctionSource:
     """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
     file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
+    require_def_function(pyfn)
     try:
         lines, first = inspect.getsourcelines(pyfn)
     except (OSError, TypeError) as e:
-        raise CompilationError(file, 0, 0, f"cannot read the source of `{pyfn.__name__}`: {e}") from e
+        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0,
+                               f"cannot read the source of `{pyfn.__name__}` ({e}); {NEEDS_DEF}") from None
     indent = len(lines[0]) - len(lines[0].lstrip())
     tree = ast.parse(textwrap.dedent("".join(lines)))
     fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))

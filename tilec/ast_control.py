@@ -174,7 +174,7 @@ class ControlFlowMixin:
 
     # --- for -------------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
-        self.reject_loop_else(node)
+        self.check_loop_syntax(node)
         fn, args, kwargs = self.loop_iterable(node.iter)
         if fn is tl.static_range:
             return self.unroll(node, self.static_values(args, kwargs))
@@ -184,9 +184,15 @@ class ControlFlowMixin:
             self.error("range() takes no keyword arguments; use tl.range(..., num_stages=...) for loop options")
         self.runtime_for(node, self.fold(tl.range, *args, **kwargs))
 
-    def reject_loop_else(self, node: ast.stmt) -> None:
+    def check_loop_syntax(self, node: ast.stmt) -> None:
+        """Refuse a loop's ``else`` and any ``break``/``continue`` in its body, before the
+        body is walked: otherwise ``while True: ... break`` is reported as a loop that
+        never ends.  Visiting the statement reports it with its own message and line."""
         if node.orelse:
             self.error("`else` on a loop is not supported (there is no `break`)", node.orelse[0])
+        jumps = [n for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Break, ast.Continue))]
+        if jumps:
+            self.visit(min(jumps, key=lambda n: (n.lineno, n.col_offset)))
 
     def loop_iterable(self, it: ast.expr) -> tuple[Any, Any, dict]:
         """``(range kind, args, kwargs)`` for a range call, or ``(None, values, {})`` for a tuple."""
@@ -275,7 +281,7 @@ class ControlFlowMixin:
 
     # --- while -----------------------------------------------------------------------
     def visit_While(self, node: ast.While) -> None:
-        self.reject_loop_else(node)
+        self.check_loop_syntax(node)
         carried = self.carried_names(node.body)
         inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
         before = ir.Block()
