@@ -267,7 +267,7 @@ def tuple_loop(x_ptr, NAMES: tl.constexpr, SKIP: tl.constexpr):
     while SKIP:
         v = v + 1.0
     tl.static_assert(len(NAMES) == 2, f"got {len(NAMES)!r} names: {NAMES}")
-    print("compile-time", len(NAMES))
+    tl.static_print("compile-time", len(NAMES))
     tl.store(x_ptr, getattr(v, "to")(tl.float32))
 
 

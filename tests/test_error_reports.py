@@ -224,6 +224,16 @@ def fstring_of_a_tensor(x_ptr, n):
 
 
 @tilec.jit
+def print_with_sep(x_ptr, n):
+    print("x", tl.load(x_ptr), sep=",")  # MARK
+
+
+@tilec.jit
+def print_text_after_a_value(x_ptr, n):
+    print("x", tl.load(x_ptr), "units")  # MARK
+
+
+@tilec.jit
 def plain_function_call(x_ptr, n):
     tl.store(x_ptr, plain(1.0))  # MARK
 
@@ -272,6 +282,8 @@ WRONG_KERNELS = [
     (unpack_mismatch, "cannot unpack 3 values into 2 names"),
     (getattr_of_a_missing_name, "`tilec.language.nope` is not supported yet"),
     (fstring_of_a_tensor, "an f-string can only format compile-time values"),
+    (print_with_sep, "print() in a kernel is tl.device_print, which takes no `sep=`"),
+    (print_text_after_a_value, "text goes first, then the values"),
     (plain_function_call, "`plain` is a plain Python function; decorate it with @tilec.jit"),
     (mutable_global, "global `MUTABLE` is a list"),
     (reduce_axis_out_of_range, "out of range"),

@@ -8,6 +8,7 @@ import ast
 import builtins as py
 import functools
 import inspect
+import itertools
 from typing import Any, NoReturn, Optional
 
 import tilec.builtins as tbuiltins
@@ -143,7 +144,17 @@ class CallsMixin:
         self.error("range() can only be the iterable of a for loop")
 
     def call_print(self, fn, args: list, kwargs: dict) -> Any:
-        return self.call(tl.static_print, args, kwargs)
+        """``print(...)`` in a kernel is ``tl.device_print`` (as in Triton): it prints on every
+        launch.  Leading strings make the prefix; the values after it are printed."""
+        if kwargs:
+            self.error(f"print() in a kernel is tl.device_print, which takes no `{next(iter(kwargs))}=`; "
+                       "use tl.static_print(...) to print at compile time")
+        texts = list(itertools.takewhile(lambda a: isinstance(a, str), args))
+        values = args[len(texts):]
+        if any(isinstance(v, str) for v in values):
+            self.error("print() in a kernel is tl.device_print: text goes first, then the values "
+                       "(print(\"x =\", x)); write later text into the prefix, or an f-string of compile-time values")
+        return self.call(tl.device_print, [" ".join(texts), *values], {})
 
     def call_getattr(self, fn, args: list, kwargs: dict) -> Any:
         if len(args) != 2 or kwargs:
