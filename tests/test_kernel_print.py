@@ -85,3 +85,15 @@ def test_print_on_the_gpu_prints_on_every_launch(capfd):
         out = capfd.readouterr().out
         for v in (-3, 0, 4):
             assert re.search(rf"pid \(\d+, 0, 0\) idx \(\d+\) block of x: {v}\b", out), out
+
+
+@tilec.jit
+def print_percent(x_ptr):
+    print("50% of x, not %d", tl.load(x_ptr + tl.arange(0, 4)))
+
+
+def test_a_percent_sign_in_the_text_is_printed_not_formatted_on_the_gpu():
+    """The GPU's vprintf takes the text in its format: a `%` there would read an argument."""
+    compiled = print_percent.compile(np.zeros(4, np.int32), target="sm_90")
+    assert "50%% of x, not %%d: %d" in compiled.asm["llir"]
+    assert "pid (0, 0, 0) 50% of x, not %d: [7 7 7 7]" in launch_output(print_percent, (1,), np.full(4, 7, np.int32))
