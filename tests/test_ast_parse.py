@@ -639,7 +639,7 @@ ERRORS = [
     (err_mutable_global, "global `MUTABLE_GLOBAL` is a list, which may change after compilation"),
     (err_undefined, "name `undefined_name` is not defined"),
     (err_unsupported_builtin, "Python builtin `sum` is not supported in a kernel"),
-    (err_plain_function, "`not_jit` is a plain Python function; decorate it with @tilec.jit"),
+    (err_plain_function, "`not_jit` is a plain Python function; define it with `def` and decorate it"),
     (err_recursion, "recursive call of `recursive` is not supported", recursive),
     (err_while_true, "this while loop never ends"),
     (err_for_else, "`else` on a loop is not supported"),

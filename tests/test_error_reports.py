@@ -284,7 +284,7 @@ WRONG_KERNELS = [
     (fstring_of_a_tensor, "an f-string can only format compile-time values"),
     (print_with_sep, "print() in a kernel is tl.device_print, which takes no `sep=`"),
     (print_text_after_a_value, "text goes first, then the values"),
-    (plain_function_call, "`plain` is a plain Python function; decorate it with @tilec.jit"),
+    (plain_function_call, "`plain` is a plain Python function; define it with `def` and decorate it with @tilec.jit"),
     (mutable_global, "global `MUTABLE` is a list"),
     (reduce_axis_out_of_range, "out of range"),
 ]
@@ -340,3 +340,25 @@ def test_a_lambda_cannot_be_a_kernel():
 def test_only_functions_can_be_kernels():
     with pytest.raises(TypeError, match="must be a `def` function"):
         tilec.jit(np.exp)
+
+
+def test_a_kernel_without_source_says_it_needs_a_def_in_a_file():
+    namespace = {}
+    exec(compile("def generated(x_ptr):\n    pass\n", "<generated>", "exec"), namespace)
+    err = launch_error(tilec.jit(namespace["generated"]), X)
+    assert err.file == "<generated>" and err.line == 1 and err.__cause__ is None
+    assert "cannot read the source of `generated`" in err.message and "`def` function in a source file" in err.message
+
+
+TIMES_TWO = lambda v: v * 2  # noqa: E731
+
+
+@tilec.jit
+def call_a_lambda(x_ptr, n):
+    tl.store(x_ptr, TIMES_TWO(tl.load(x_ptr)))  # MARK
+
+
+def test_calling_a_lambda_says_to_define_a_jit_function():
+    err = launch_error(call_a_lambda, X, 16)
+    assert err.line == line_of(call_a_lambda)
+    assert "define it with `def` and decorate it with @tilec.jit" in err.message

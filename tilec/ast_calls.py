@@ -118,7 +118,8 @@ class CallsMixin:
         if tl_equivalent(fn):
             return f"`{library}.{name}`: {library} functions do not run inside kernels; use `{tl_equivalent(fn)}`"
         if inspect.isfunction(fn):
-            return f"`{name}` is a plain Python function; decorate it with @tilec.jit to call it from a kernel"
+            return (f"`{name}` is a plain Python function; define it with `def` and decorate it with @tilec.jit "
+                    "to call it from a kernel")
         return (f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
                 f"and math.*, tl types and the Python builtins {', '.join(PY_NAMES)} on compile-time values")
 

@@ -39,11 +39,11 @@ def parse_function(pyfn) -> FunctionSource:
     require_def_function(pyfn)
     try:
         lines, first = inspect.getsourcelines(pyfn)
-    except (OSError, TypeError) as e:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError) as e:
         raise CompilationError(file, pyfn.__code__.co_firstlineno, 0,
                                f"cannot read the source of `{pyfn.__name__}` ({e}); {NEEDS_DEF}") from None
     indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(textwrap.dedent("".join(lines)))
     fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     return FunctionSource(fdef, file, first - 1, indent)
 
