@@ -115,8 +115,9 @@ class CallsMixin:
         there is one of the same name (``np.exp`` -> ``tl.exp``)."""
         name = getattr(fn, "__name__", type(fn).__name__)
         library = (getattr(fn, "__module__", None) or type(fn).__module__).split(".")[0]
-        if tl_equivalent(fn):
-            return f"`{library}.{name}`: {library} functions do not run inside kernels; use `{tl_equivalent(fn)}`"
+        instead = tl_equivalent(fn)
+        if instead:
+            return f"`{library}.{name}`: {library} functions do not run inside kernels; use `{instead}`"
         if inspect.isfunction(fn):
             return (f"`{name}` is a plain Python function; define it with `def` and decorate it with @tilec.jit "
                     "to call it from a kernel")
@@ -136,8 +137,8 @@ class CallsMixin:
         if special is not None:
             return getattr(self, special)(fn, args, kwargs)
         if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
-            hint = _PY_FUNCS.get(fn) or (f"use {tl_equivalent(fn)}" if tl_equivalent(fn) else
-                                         "it needs compile-time arguments")
+            instead = tl_equivalent(fn)
+            hint = _PY_FUNCS.get(fn) or (f"use {instead}" if instead else "it needs compile-time arguments")
             self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")
         return self.fold(fn, *args, **kwargs)
 
