@@ -96,6 +96,12 @@ def numpy_on_a_tensor(x_ptr, n):
 
 
 @tilec.jit
+def numpy_type_on_a_tensor(x_ptr, n):
+    x = np.float16(tl.load(x_ptr))  # MARK
+    tl.store(x_ptr, x)
+
+
+@tilec.jit
 def math_on_a_tensor(x_ptr, n):
     x = math.sqrt(tl.load(x_ptr))  # MARK
     tl.store(x_ptr, x)
@@ -260,6 +266,7 @@ WRONG_KERNELS = [
     (missing_tl_spelled_in_full, "`tilec.language.rand` is not supported yet"),
     (missing_math_attribute, "module `math` has no attribute `tau2`; did you mean `math.tau`?"),
     (numpy_on_a_tensor, "`numpy.exp`: numpy functions do not run inside kernels; use `tl.exp`"),
+    (numpy_type_on_a_tensor, "`numpy.float16`: numpy functions do not run inside kernels; use `x.to(tl.float16)`"),
     (math_on_a_tensor, "cannot take a tensor; use tl.sqrt"),
     (builtin_sum_on_a_tensor, "Python builtin `sum` is not supported in a kernel; use `tl.sum`"),
     (shape_of_a_scalar_pointer, "index 0 is out of range: `x_ptr.shape` is (): a scalar has no dimensions"),

@@ -33,10 +33,13 @@ _SPECIAL_CALLS = {py.range: "call_range", py.print: "call_print", py.getattr: "c
 
 
 def tl_equivalent(fn: Any) -> Optional[str]:
-    """``"tl.exp"`` for a function named ``exp`` from another library (numpy, math), when
-    ``tl`` has a function of that name; else None."""
+    """What to write instead of another library's ``fn`` (numpy, math) on a tensor: ``tl.exp``
+    for an ``exp`` when ``tl`` has a function of that name, ``x.to(tl.float32)`` for a
+    ``float32`` type; else None."""
     name = getattr(fn, "__name__", None)
     same = getattr(tl, name, None) if isinstance(name, str) else None
+    if isinstance(same, tl.dtype):
+        return f"x.to(tl.{name})"
     return f"tl.{name}" if getattr(same, "__tilec_builtin__", False) and same is not fn else None
 
 
