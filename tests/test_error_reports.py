@@ -369,3 +369,25 @@ def test_calling_a_lambda_says_to_define_a_jit_function():
     err = launch_error(call_a_lambda, X, 16)
     assert err.line == line_of(call_a_lambda)
     assert "define it with `def` and decorate it with @tilec.jit" in err.message
+
+
+@tilec.jit
+def bad_helper(x_ptr):
+    return tl.arange(0, 12)  # MARK
+
+
+@tilec.jit
+def middle_helper(x_ptr):
+    return bad_helper(x_ptr) + 1  # MARK
+
+
+@tilec.jit
+def calls_helpers(x_ptr, n):
+    tl.store(x_ptr + tl.arange(0, 16), middle_helper(x_ptr))  # MARK
+
+
+def test_an_error_in_an_inlined_function_names_the_calls_that_led_there():
+    err = launch_error(calls_helpers, X, 16)
+    assert (err.file, err.line) == (__file__, line_of(bad_helper))
+    sites = f"{__file__}:{line_of(middle_helper)}, from {__file__}:{line_of(calls_helpers)}"
+    assert err.message.endswith(f"; called from {sites}"), err.message

@@ -129,6 +129,8 @@ class _Frame:
     pyfn: Any
     source: FunctionSource
     scope: dict[str, Any]
+    caller: Optional["_Frame"] = None  # the function that inlines this one, and where
+    call_site: Optional[ir.Loc] = None
     loop_depth: int = 0
 
 
@@ -171,7 +173,8 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
 
     def walk_function(self, pyfn, source: FunctionSource, scope: dict) -> Any:
         """Walk ``source``'s body in a new frame; return what it returns (None if nothing)."""
-        saved, self.frame = self.frame, _Frame(pyfn, source, scope)
+        call_site = self.builder.loc if self.frame else None
+        saved, self.frame = self.frame, _Frame(pyfn, source, scope, self.frame, call_site)
         try:
             self.visit_block(normalize_returns(source.tree.body))
             return self.frame.scope.get(RETURN_SLOT)
@@ -192,7 +195,16 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         node = node or self.node
         source = self.frame.source
         loc = source.loc(node) if node is not None and hasattr(node, "lineno") else source.loc(source.tree)
-        return CompilationError(loc.file, loc.line, loc.col, msg, kernel=self.kernel_name)
+        return CompilationError(loc.file, loc.line, loc.col, msg + self.call_sites(), kernel=self.kernel_name)
+
+    def call_sites(self) -> str:
+        """Where the function being walked was inlined from, innermost first: an error in a
+        @jit helper names the calls that led to it."""
+        sites, frame = [], self.frame
+        while frame.caller is not None:
+            sites.append(f"{frame.call_site.file}:{frame.call_site.line}")
+            frame = frame.caller
+        return f"; called from {', from '.join(sites)}" if sites else ""
 
     # --- walking ---------------------------------------------------------------
     def visit(self, node: ast.AST) -> Any:
