@@ -97,3 +97,17 @@ def test_a_percent_sign_in_the_text_is_printed_not_formatted_on_the_gpu():
     compiled = print_percent.compile(np.zeros(4, np.int32), target="sm_90")
     assert "50%% of x, not %%d: %d" in compiled.asm["llir"]
     assert "pid (0, 0, 0) 50% of x, not %d: [7 7 7 7]" in launch_output(print_percent, (1,), np.full(4, 7, np.int32))
+
+
+@tilec.jit
+def print_in_a_loop_as_hex(x_ptr, n):
+    for i in range(n):
+        if i % 2 == 0:
+            print("i and x", i, tl.load(x_ptr + i), hex=True)
+
+
+def test_print_takes_device_prints_hex_option_and_runs_in_runtime_control_flow():
+    x = np.array([7, -1, 255, 3, 4096], np.int32)
+    out = launch_output(print_in_a_loop_as_hex, (1,), x, x.size)
+    expected = [f"pid (0, 0, 0) i and x: {hex(i)} {hex(x[i])}" for i in range(0, x.size, 2)]
+    assert out.splitlines() == expected

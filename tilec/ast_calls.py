@@ -151,15 +151,17 @@ class CallsMixin:
     def call_print(self, fn, args: list, kwargs: dict) -> Any:
         """``print(...)`` in a kernel is ``tl.device_print`` (as in Triton): it prints on every
         launch.  Leading strings make the prefix; the values after it are printed."""
-        if kwargs:
-            self.error(f"print() in a kernel is tl.device_print, which takes no `{next(iter(kwargs))}=`; "
+        options = {n for n, p in inspect.signature(tl.device_print).parameters.items() if p.kind is p.KEYWORD_ONLY}
+        unknown = [k for k in kwargs if k not in options]
+        if unknown:
+            self.error(f"print() in a kernel is tl.device_print, which takes no `{unknown[0]}=`; "
                        "use tl.static_print(...) to print at compile time")
         texts = list(itertools.takewhile(lambda a: isinstance(a, str), args))
         values = args[len(texts):]
         if any(isinstance(v, str) for v in values):
             self.error("print() in a kernel is tl.device_print: text goes first, then the values "
                        "(print(\"x =\", x)); write later text into the prefix, or an f-string of compile-time values")
-        return self.call(tl.device_print, [" ".join(texts), *values], {})
+        return self.call(tl.device_print, [" ".join(texts), *values], kwargs)
 
     def call_getattr(self, fn, args: list, kwargs: dict) -> Any:
         if len(args) != 2 or kwargs:
