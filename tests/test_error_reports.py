@@ -73,6 +73,12 @@ def missing_tl_function(x_ptr, n):
 
 
 @tilec.jit
+def misspelled_tl_function(x_ptr, n):
+    r = tl.arrange(0, 16)  # MARK
+    tl.store(x_ptr + r, r)
+
+
+@tilec.jit
 def missing_tl_math_function(x_ptr, n):
     r = tl.math.fancy(tl.arange(0, 16))  # MARK
     tl.store(x_ptr + tl.arange(0, 16), r)
@@ -262,6 +268,8 @@ WRONG_KERNELS = [
     (arange_missing_argument, "bad call of `tl.arange`"),
     (unknown_name, "`not_defined_anywhere` is not defined"),
     (missing_tl_function, "`tl.rand` is not supported yet (docs/language.md"),
+    (misspelled_tl_function, "`tl.arrange` is not supported yet (docs/language.md lists what tilec has); "
+                             "did you mean `tl.arange`?"),
     (missing_tl_math_function, "`tl.math.fancy` is not supported yet"),
     (missing_tl_spelled_in_full, "`tilec.language.rand` is not supported yet"),
     (missing_math_attribute, "module `math` has no attribute `tau2`; did you mean `math.tau`?"),

@@ -35,8 +35,8 @@ class FunctionSource:
 @functools.lru_cache(maxsize=None)
 def parse_function(pyfn) -> FunctionSource:
     """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
-    file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
     require_def_function(pyfn)
+    file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
     try:
         lines, first = inspect.getsourcelines(pyfn)
         tree = ast.parse(textwrap.dedent("".join(lines)))

@@ -343,7 +343,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         module = isinstance(obj, types.ModuleType)
         owner = spelled or (obj.__name__ if module else None)
         close = difflib.get_close_matches(name, [n for n in dir(obj) if not n.startswith("_")], n=1, cutoff=0.8)
-        hint = f"; did you mean `{owner or 'obj'}.{close[0]}`?" if close else ""
+        hint = f"; did you mean `{owner + '.' if owner else ''}{close[0]}`?" if close else ""
         if module and obj.__name__.split(".")[0] == "tilec":
             return f"`{owner}.{name}` is not supported yet (docs/language.md lists what tilec has){hint}"
         return f"{self.describe(obj)} has no attribute `{name}`{hint}"
