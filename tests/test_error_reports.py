@@ -246,6 +246,12 @@ def print_text_after_a_value(x_ptr, n):
 
 
 @tilec.jit
+def print_a_shape(x_ptr, n):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    print(x.shape, x)  # MARK
+
+
+@tilec.jit
 def plain_function_call(x_ptr, n):
     tl.store(x_ptr, plain(1.0))  # MARK
 
@@ -298,7 +304,9 @@ WRONG_KERNELS = [
     (getattr_of_a_missing_name, "`tilec.language.nope` is not supported yet"),
     (fstring_of_a_tensor, "an f-string can only format compile-time values"),
     (print_with_sep, "print() in a kernel is tl.device_print, which takes no `sep=`"),
-    (print_text_after_a_value, "text goes first, then the values"),
+    (print_text_after_a_value, "print() in a kernel is tl.device_print: leading text, then tensors and numbers; "
+                               "str 'units' is neither"),
+    (print_a_shape, "tuple (16,) is neither: write it into the text"),
     (plain_function_call, "`plain` is a plain Python function; define it with `def` and decorate it with @tilec.jit"),
     (mutable_global, "global `MUTABLE` is a list"),
     (reduce_axis_out_of_range, "out of range"),

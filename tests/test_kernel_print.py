@@ -111,3 +111,15 @@ def test_print_takes_device_prints_hex_option_and_runs_in_runtime_control_flow()
     out = launch_output(print_in_a_loop_as_hex, (1,), x, x.size)
     expected = [f"pid (0, 0, 0) i and x: {hex(i)} {hex(x[i])}" for i in range(0, x.size, 2)]
     assert out.splitlines() == expected
+
+
+@tilec.jit
+def print_with_an_fstring_prefix(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    print(f"x of shape {x.shape}, BLOCK={BLOCK}", x)
+
+
+def test_an_fstring_of_compile_time_values_is_the_prefix():
+    x = np.array([5, -6, 7, 8], np.int32)
+    out = launch_output(print_with_an_fstring_prefix, (1,), x, BLOCK=4)
+    assert out == "pid (0, 0, 0) x of shape (4,), BLOCK=4: [ 5 -6  7  8]\n"

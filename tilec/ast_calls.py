@@ -158,10 +158,17 @@ class CallsMixin:
                        "use tl.static_print(...) to print at compile time")
         texts = list(itertools.takewhile(lambda a: isinstance(a, str), args))
         values = args[len(texts):]
-        if any(isinstance(v, str) for v in values):
-            self.error("print() in a kernel is tl.device_print: text goes first, then the values "
-                       "(print(\"x =\", x)); write later text into the prefix, or an f-string of compile-time values")
+        for value in values:
+            self.check_printable(value)
         return self.call(tl.device_print, [" ".join(texts), *values], kwargs)
+
+    def check_printable(self, value: Any) -> None:
+        """A value ``print`` shows at run time is a tensor or a number; text, tuples (a shape)
+        and dtypes are known at compile time and belong in the leading text."""
+        if not (is_tensor(value) or isinstance(value, (bool, int, float))):
+            self.error(f"print() in a kernel is tl.device_print: leading text, then tensors and numbers; "
+                       f"{self.describe(value)} is neither: write it into the text, "
+                       "e.g. print(f\"shape {x.shape}\", x)")
 
     def call_getattr(self, fn, args: list, kwargs: dict) -> Any:
         if len(args) != 2 or kwargs:
