@@ -13,7 +13,7 @@ from typing import Any
 
 import tilec.language as tl
 from tilec import ir, semantic
-from tilec.errors import NEEDS_DEF, CompilationError, require_def_function
+from tilec.errors import NEEDS_DEF, CompilationError, require_function
 
 # --------------------------------------------------------------------------- #
 # Source
@@ -35,8 +35,11 @@ class FunctionSource:
 @functools.lru_cache(maxsize=None)
 def parse_function(pyfn) -> FunctionSource:
     """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
-    require_def_function(pyfn)
+    require_function(pyfn)
     file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
+    if pyfn.__name__ == "<lambda>":  # its source is an expression inside some other line
+        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0,
+                               f"a lambda cannot be a kernel or be called from one; {NEEDS_DEF}")
     try:
         lines, first = inspect.getsourcelines(pyfn)
         tree = ast.parse(textwrap.dedent("".join(lines)))

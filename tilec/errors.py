@@ -37,17 +37,13 @@ class CompilationError(LocatedError):
 NEEDS_DEF = "a kernel or a function it calls must be a `def` function in a source file"
 
 
-def require_def_function(fn) -> None:
-    """Refuse a lambda (its source is an expression inside some other line, which
-    cannot be walked as a function body) or a callable that is not a function.
-    It lives here, not in the front end, so that ``tilec.jit`` can check at
-    decoration without loading the compiler."""
+def require_function(fn) -> None:
+    """Refuse to make a kernel of a callable that is not a Python function (a
+    ufunc, a class): it has no source to compile.  It lives here, not in the
+    front end, so that ``tilec.jit`` checks at decoration without loading the
+    compiler.  A lambda is refused when it is compiled (``parse_function``)."""
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"{NEEDS_DEF}, got {type(fn).__name__} {fn!r}")
-    if fn.__name__ == "<lambda>":
-        code = fn.__code__
-        raise CompilationError(code.co_filename, code.co_firstlineno, 0,
-                               f"a lambda cannot be a kernel or be called from one; {NEEDS_DEF}")
 
 
 class InterpreterError(LocatedError):
