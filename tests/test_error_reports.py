@@ -67,6 +67,28 @@ def unknown_name(x_ptr, n):
 
 
 @tilec.jit
+def assigned_in_one_branch(x_ptr, n):
+    if n > 0:
+        y = 1.0
+    tl.store(x_ptr, y)  # MARK
+
+
+@tilec.jit
+def assigned_only_in_a_for_loop(x_ptr, n):
+    for i in range(n):
+        y = tl.load(x_ptr + i)
+    tl.store(x_ptr, y + i)  # MARK
+
+
+@tilec.jit
+def assigned_only_in_a_while_loop(x_ptr, n):
+    while n > 0:
+        z = 2
+        n -= 1
+    tl.store(x_ptr, z)  # MARK
+
+
+@tilec.jit
 def missing_tl_function(x_ptr, n):
     r = tl.rand(0, tl.arange(0, 16))  # MARK
     tl.store(x_ptr + tl.arange(0, 16), r)
@@ -273,6 +295,9 @@ WRONG_KERNELS = [
     (arange_runtime_end, "constexpr"),
     (arange_missing_argument, "bad call of `tl.arange`"),
     (unknown_name, "`not_defined_anywhere` is not defined"),
+    (assigned_in_one_branch, "`y` is assigned in only one branch of the runtime `if` at line "),
+    (assigned_only_in_a_for_loop, "`y` is assigned only inside the runtime loop at line "),
+    (assigned_only_in_a_while_loop, "; assign it before the loop (it may run zero times)"),
     (missing_tl_function, "`tl.rand` is not supported yet (docs/language.md"),
     (misspelled_tl_function, "`tl.arrange` is not supported yet (docs/language.md lists what tilec has); "
                              "did you mean `tl.arange`?"),
@@ -408,3 +433,10 @@ def test_an_error_in_an_inlined_function_names_the_calls_that_led_there():
     assert (err.file, err.line) == (__file__, line_of(bad_helper))
     sites = f"{__file__}:{line_of(middle_helper)}, from {__file__}:{line_of(calls_helpers)}"
     assert err.message.endswith(f"; called from {sites}"), err.message
+
+
+def test_a_name_dropped_by_runtime_control_flow_names_the_statement():
+    err = launch_error(assigned_only_in_a_for_loop, X, 16)
+    assert f"at line {line_of(assigned_only_in_a_for_loop, 'for i in range(n):')}, so" in err.message
+    err = launch_error(assigned_in_one_branch, X, 16)
+    assert f"at line {line_of(assigned_in_one_branch, 'if n > 0:')}, so" in err.message

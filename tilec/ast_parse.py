@@ -26,7 +26,7 @@ import difflib
 import inspect
 import operator
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from tilec import ir, semantic
@@ -132,6 +132,7 @@ class _Frame:
     caller: Optional["_Frame"] = None  # the function that inlines this one, and where
     call_site: Optional[ir.Loc] = None
     loop_depth: int = 0
+    forgotten: dict[str, str] = field(default_factory=dict)  # name -> why runtime control flow dropped it
 
 
 class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
@@ -247,7 +248,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
             instead = tl_equivalent(getattr(py, name))
             self.error(f"Python builtin `{name}` is not supported in a kernel; "
                        + (f"use `{instead}`" if instead else f"supported: {', '.join(PY_NAMES)}"))
-        self.error(f"name `{name}` is not defined")
+        self.error(self.frame.forgotten.get(name, f"name `{name}` is not defined"))
 
     def compile_time(self, value: Any, what: str) -> Any:
         if not is_compile_time(value):
