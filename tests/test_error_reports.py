@@ -440,3 +440,15 @@ def test_a_name_dropped_by_runtime_control_flow_names_the_statement():
     assert f"at line {line_of(assigned_only_in_a_for_loop, 'for i in range(n):')}, so" in err.message
     err = launch_error(assigned_in_one_branch, X, 16)
     assert f"at line {line_of(assigned_in_one_branch, 'if n > 0:')}, so" in err.message
+
+
+@tilec.jit
+async def async_kernel(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+def test_an_async_function_cannot_be_a_kernel():
+    x = X.copy()
+    err = launch_error(async_kernel, x)
+    assert "an `async def` cannot be a kernel" in err.message and err.line == line_of(async_kernel, "@tilec.jit")
+    np.testing.assert_array_equal(x, X)

@@ -9,7 +9,7 @@ import inspect
 import textwrap
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import tilec.language as tl
 from tilec import ir, semantic
@@ -37,9 +37,9 @@ def parse_function(pyfn) -> FunctionSource:
     """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
     require_function(pyfn)
     file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
-    if pyfn.__name__ == "<lambda>":  # its source is an expression inside some other line
-        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0,
-                               f"a lambda cannot be a kernel or be called from one; {NEEDS_DEF}")
+    refusal = not_compilable(pyfn)
+    if refusal:
+        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0, f"{refusal}; {NEEDS_DEF}")
     try:
         lines, first = inspect.getsourcelines(pyfn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -49,6 +49,15 @@ def parse_function(pyfn) -> FunctionSource:
     indent = len(lines[0]) - len(lines[0].lstrip())
     fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     return FunctionSource(fdef, file, first - 1, indent)
+
+
+def not_compilable(pyfn) -> Optional[str]:
+    """Why a Python function cannot be walked as a kernel body, or None."""
+    if pyfn.__name__ == "<lambda>":  # its source is an expression inside some other line
+        return "a lambda cannot be a kernel or be called from one"
+    if inspect.iscoroutinefunction(pyfn):
+        return "an `async def` cannot be a kernel or be called from one"
+    return None
 
 
 # --------------------------------------------------------------------------- #
