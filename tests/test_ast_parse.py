@@ -267,7 +267,7 @@ def tuple_loop(x_ptr, NAMES: tl.constexpr, SKIP: tl.constexpr):
     while SKIP:
         v = v + 1.0
     tl.static_assert(len(NAMES) == 2, f"got {len(NAMES)!r} names: {NAMES}")
-    print("compile-time", len(NAMES))
+    tl.static_print("compile-time", len(NAMES))
     tl.store(x_ptr, getattr(v, "to")(tl.float32))
 
 
@@ -620,8 +620,8 @@ def err_fstring_tensor(x_ptr):
 
 
 ERRORS = [
-    (err_break, "`break` is not supported; restructure the loop with a condition"),
-    (err_continue, "`continue` is not supported; restructure the loop"),
+    (err_break, "`break` is not supported in a kernel; end the loop through its condition"),
+    (err_continue, "`continue` is not supported in a kernel; put the rest of the loop body under"),
     (err_lambda, "lambda is not supported"),
     (err_comprehension, "comprehensions are not supported"),
     (err_try, "try/except is not supported"),
@@ -639,7 +639,7 @@ ERRORS = [
     (err_mutable_global, "global `MUTABLE_GLOBAL` is a list, which may change after compilation"),
     (err_undefined, "name `undefined_name` is not defined"),
     (err_unsupported_builtin, "Python builtin `sum` is not supported in a kernel"),
-    (err_plain_function, "cannot call `not_jit` in a kernel"),
+    (err_plain_function, "`not_jit` is a plain Python function; define it with `def` and decorate it"),
     (err_recursion, "recursive call of `recursive` is not supported", recursive),
     (err_while_true, "this while loop never ends"),
     (err_for_else, "`else` on a loop is not supported"),

@@ -8,6 +8,7 @@ import ast
 import builtins as py
 import functools
 import inspect
+import itertools
 from typing import Any, NoReturn, Optional
 
 import tilec.builtins as tbuiltins
@@ -29,6 +30,17 @@ _TENSOR_FORMS = {py.min: tl.minimum, py.max: tl.maximum, py.abs: tl.abs}
 # Builtins with their own handling: the CodeGenerator method for each.
 _SPECIAL_CALLS = {py.range: "call_range", py.print: "call_print", py.getattr: "call_getattr",
                   py.min: "call_min_max_abs", py.max: "call_min_max_abs", py.abs: "call_min_max_abs"}
+
+
+def tl_equivalent(fn: Any) -> Optional[str]:
+    """What to write instead of another library's ``fn`` (numpy, math) on a tensor: ``tl.exp``
+    for an ``exp`` when ``tl`` has a function of that name, ``x.to(tl.float32)`` for a
+    ``float32`` type; else None."""
+    name = getattr(fn, "__name__", None)
+    same = getattr(tl, name, None) if isinstance(name, str) else None
+    if isinstance(same, tl.dtype):
+        return f"x.to(tl.{name})"
+    return f"tl.{name}" if getattr(same, "__tilec_builtin__", False) and same is not fn else None
 
 
 class CallsMixin:
@@ -98,9 +110,22 @@ class CallsMixin:
             return self.inline_jit(fn, args, kwargs)
         if self.is_python_callable(fn):
             return unwrap(self.call_python(fn, args, kwargs))
+        self.error(self.cannot_call(fn))
+
+    @staticmethod
+    def cannot_call(fn: Any) -> str:
+        """Why ``fn`` cannot be called in a kernel, naming the ``tl`` function to use when
+        there is one of the same name (``np.exp`` -> ``tl.exp``)."""
         name = getattr(fn, "__name__", type(fn).__name__)
-        self.error(f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
-                   f"and math.*, tl types and the Python builtins {', '.join(PY_NAMES)} on compile-time values")
+        library = (getattr(fn, "__module__", None) or type(fn).__module__).split(".")[0]
+        instead = tl_equivalent(fn)
+        if instead:
+            return f"`{library}.{name}`: {library} functions do not run inside kernels; use `{instead}`"
+        if inspect.isfunction(fn):
+            return (f"`{name}` is a plain Python function; define it with `def` and decorate it with @tilec.jit "
+                    "to call it from a kernel")
+        return (f"cannot call `{name}` in a kernel; a kernel may call tl.* functions, @tilec.jit functions, "
+                f"and math.*, tl types and the Python builtins {', '.join(PY_NAMES)} on compile-time values")
 
     @staticmethod
     def is_python_callable(fn: Any) -> bool:
@@ -115,7 +140,8 @@ class CallsMixin:
         if special is not None:
             return getattr(self, special)(fn, args, kwargs)
         if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
-            hint = _PY_FUNCS.get(fn) or "it needs compile-time arguments"
+            instead = tl_equivalent(fn)
+            hint = _PY_FUNCS.get(fn) or (f"use {instead}" if instead else "it needs compile-time arguments")
             self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")
         return self.fold(fn, *args, **kwargs)
 
@@ -123,7 +149,26 @@ class CallsMixin:
         self.error("range() can only be the iterable of a for loop")
 
     def call_print(self, fn, args: list, kwargs: dict) -> Any:
-        return self.call(tl.static_print, args, kwargs)
+        """``print(...)`` in a kernel is ``tl.device_print`` (as in Triton): it prints on every
+        launch.  Leading strings make the prefix; the values after it are printed."""
+        options = {n for n, p in inspect.signature(tl.device_print).parameters.items() if p.kind is p.KEYWORD_ONLY}
+        unknown = [k for k in kwargs if k not in options]
+        if unknown:
+            self.error(f"print() in a kernel is tl.device_print, which takes no `{unknown[0]}=`; "
+                       "use tl.static_print(...) to print at compile time")
+        texts = list(itertools.takewhile(lambda a: isinstance(a, str), args))
+        values = args[len(texts):]
+        for value in values:
+            self.check_printable(value)
+        return self.call(tl.device_print, [" ".join(texts), *values], kwargs)
+
+    def check_printable(self, value: Any) -> None:
+        """A value ``print`` shows at run time is a tensor or a number; text, tuples (a shape)
+        and dtypes are known at compile time and belong in the leading text."""
+        if not (is_tensor(value) or isinstance(value, (bool, int, float))):
+            self.error(f"print() in a kernel is tl.device_print: leading text, then tensors and numbers; "
+                       f"{self.describe(value)} is neither: write it into the text, "
+                       "e.g. print(f\"shape {x.shape}\", x)")
 
     def call_getattr(self, fn, args: list, kwargs: dict) -> Any:
         if len(args) != 2 or kwargs:

@@ -9,11 +9,11 @@ import inspect
 import textwrap
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import tilec.language as tl
 from tilec import ir, semantic
-from tilec.errors import CompilationError
+from tilec.errors import NEEDS_DEF, CompilationError, require_function
 
 # --------------------------------------------------------------------------- #
 # Source
@@ -35,15 +35,29 @@ class FunctionSource:
 @functools.lru_cache(maxsize=None)
 def parse_function(pyfn) -> FunctionSource:
     """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
+    require_function(pyfn)
     file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
+    refusal = not_compilable(pyfn)
+    if refusal:
+        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0, f"{refusal}; {NEEDS_DEF}")
     try:
         lines, first = inspect.getsourcelines(pyfn)
-    except (OSError, TypeError) as e:
-        raise CompilationError(file, 0, 0, f"cannot read the source of `{pyfn.__name__}`: {e}") from e
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError) as e:
+        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0,
+                               f"cannot read the source of `{pyfn.__name__}` ({e}); {NEEDS_DEF}") from None
     indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(textwrap.dedent("".join(lines)))
     fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     return FunctionSource(fdef, file, first - 1, indent)
+
+
+def not_compilable(pyfn) -> Optional[str]:
+    """Why a Python function cannot be walked as a kernel body, or None."""
+    if pyfn.__name__ == "<lambda>":  # its source is an expression inside some other line
+        return "a lambda cannot be a kernel or be called from one"
+    if inspect.iscoroutinefunction(pyfn):
+        return "an `async def` cannot be a kernel or be called from one"
+    return None
 
 
 # --------------------------------------------------------------------------- #

@@ -111,6 +111,15 @@ class ControlFlowMixin:
             out[name] = semantic.Tensor(result)
         return out
 
+    def forget_names(self, inner: dict, where: str, before: str) -> None:
+        """Remember why the names ``inner`` (a branch's or a loop body's scope) assigned
+        have no value after the statement being walked, for ``load_name``'s error."""
+        line = self.frame.source.loc(self.node).line
+        for name in inner.keys() - self.frame.scope.keys():
+            if not name.startswith("$"):
+                self.frame.forgotten[name] = (f"`{name}` is assigned {where} at line {line}, so it has no value "
+                                              f"after it; assign it before {before}")
+
     # --- if ------------------------------------------------------------------------
     def visit_If(self, node: ast.If) -> None:
         cond = self.visit(node.test)
@@ -125,6 +134,8 @@ class ControlFlowMixin:
         merged, names = self.merge_branches(then_scope, else_scope)
         op = self.build_if(cond, (then_block, then_scope), (else_block, else_scope), names)
         self.frame.scope = self.bind_results(op, names, {**before, **merged})
+        for scope in (then_scope, else_scope):
+            self.forget_names(scope, "in only one branch of the runtime `if`", "the `if` (or in both branches)")
 
     def walk_branch(self, stmts: list, before: dict) -> tuple[ir.Block, dict]:
         """Walk ``stmts`` into a new block on a copy of ``before``; the block and the scope at its end."""
@@ -174,7 +185,7 @@ class ControlFlowMixin:
 
     # --- for -------------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
-        self.reject_loop_else(node)
+        self.check_loop_syntax(node)
         fn, args, kwargs = self.loop_iterable(node.iter)
         if fn is tl.static_range:
             return self.unroll(node, self.static_values(args, kwargs))
@@ -184,9 +195,15 @@ class ControlFlowMixin:
             self.error("range() takes no keyword arguments; use tl.range(..., num_stages=...) for loop options")
         self.runtime_for(node, self.fold(tl.range, *args, **kwargs))
 
-    def reject_loop_else(self, node: ast.stmt) -> None:
+    def check_loop_syntax(self, node: ast.stmt) -> None:
+        """Refuse a loop's ``else`` and any ``break``/``continue`` in its body, before the
+        body is walked: otherwise ``while True: ... break`` is reported as a loop that
+        never ends.  Visiting the statement reports it with its own message and line."""
         if node.orelse:
             self.error("`else` on a loop is not supported (there is no `break`)", node.orelse[0])
+        jumps = [n for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Break, ast.Continue))]
+        if jumps:
+            self.visit(min(jumps, key=lambda n: (n.lineno, n.col_offset)))
 
     def loop_iterable(self, it: ast.expr) -> tuple[Any, Any, dict]:
         """``(range kind, args, kwargs)`` for a range call, or ``(None, values, {})`` for a tuple."""
@@ -263,8 +280,9 @@ class ControlFlowMixin:
                 new = self.yield_values([self.frame.scope[n] for n in carried], carried)
         finally:
             self.frame.loop_depth -= 1
-            self.frame.scope = before
+            self.frame.scope, body_scope = before, self.frame.scope
         self.check_carried_types(carried, inits, new)
+        self.forget_names(body_scope, "only inside the runtime loop", "the loop (it may run zero times)")
 
     def check_carried_types(self, names: list[str], inits: list, new: list) -> None:
         for name, a, b in zip(names, inits, new):
@@ -275,7 +293,7 @@ class ControlFlowMixin:
 
     # --- while -----------------------------------------------------------------------
     def visit_While(self, node: ast.While) -> None:
-        self.reject_loop_else(node)
+        self.check_loop_syntax(node)
         carried = self.carried_names(node.body)
         inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
         before = ir.Block()

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import ast
 import builtins as py
+import difflib
 import inspect
 import operator
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from tilec import ir, semantic
-from tilec.ast_calls import PY_NAMES, CallsMixin
+from tilec.ast_calls import PY_NAMES, CallsMixin, tl_equivalent
 from tilec.ast_common import (
     FunctionSource, closure_vars, is_compile_time, is_constexpr_annotation, is_tensor, parse_function, unwrap,
 )
@@ -55,8 +56,16 @@ class ArgSpec:
 
 
 def build_ir(pyfn, specs: list[ArgSpec], name: Optional[str] = None) -> ir.Function:
-    """The tile IR of kernel ``pyfn`` specialized for ``specs`` (one per parameter)."""
-    return CodeGenerator(name or pyfn.__name__).build_kernel(pyfn, specs)
+    """The tile IR of kernel ``pyfn`` specialized for ``specs`` (one per parameter).
+
+    A ``CompilationError`` leaves without the front end's own frames: it names
+    and quotes the user's line already, and the walk's recursion (three frames
+    a nested node) would bury it.  A tilec bug keeps its frames in ``__cause__``.
+    """
+    try:
+        return CodeGenerator(name or pyfn.__name__).build_kernel(pyfn, specs)
+    except CompilationError as e:
+        raise e.with_traceback(None)
 
 
 
@@ -99,8 +108,10 @@ _UNSUPPORTED = {
     ast.Raise: "`raise` is not supported in a kernel; use tl.static_assert or tl.device_assert",
     ast.Assert: "`assert` is not supported in a kernel; use tl.static_assert(cond, msg) for compile-time "
                 "checks or tl.device_assert(cond, msg) for runtime checks",
-    ast.Break: "`break` is not supported; restructure the loop with a condition (e.g. a while loop)",
-    ast.Continue: "`continue` is not supported; restructure the loop with a condition (an if around the rest)",
+    ast.Break: "`break` is not supported in a kernel; end the loop through its condition instead: "
+               "`go = True` before it, `while go:` ... `go = not <exit condition>`",
+    ast.Continue: "`continue` is not supported in a kernel; put the rest of the loop body under "
+                  "`if not <skip condition>:`",
     ast.Starred: "starred expressions are not supported here; index the tuple instead",
     ast.NamedExpr: "`:=` is not supported in a kernel; assign in a separate statement",
     ast.Await: "`await` is not supported in a kernel",
@@ -118,7 +129,10 @@ class _Frame:
     pyfn: Any
     source: FunctionSource
     scope: dict[str, Any]
+    caller: Optional["_Frame"] = None  # the function that inlines this one, and where
+    call_site: Optional[ir.Loc] = None
     loop_depth: int = 0
+    forgotten: dict[str, str] = field(default_factory=dict)  # name -> why runtime control flow dropped it
 
 
 class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
@@ -160,7 +174,8 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
 
     def walk_function(self, pyfn, source: FunctionSource, scope: dict) -> Any:
         """Walk ``source``'s body in a new frame; return what it returns (None if nothing)."""
-        saved, self.frame = self.frame, _Frame(pyfn, source, scope)
+        call_site = self.builder.loc if self.frame else None
+        saved, self.frame = self.frame, _Frame(pyfn, source, scope, self.frame, call_site)
         try:
             self.visit_block(normalize_returns(source.tree.body))
             return self.frame.scope.get(RETURN_SLOT)
@@ -169,14 +184,28 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
 
     # --- the context interface semantic/builtins use -------------------------
     def error(self, msg: str, node: Optional[ast.AST] = None) -> NoReturn:
-        """Raise ``CompilationError`` at ``node`` (default: the node being visited)."""
-        raise self.make_error(msg, node)
+        """Raise ``CompilationError`` at ``node`` (default: the node being visited).
+
+        Callers often report a ``TypingError`` or ``TypeError`` they caught, whose
+        text is already in ``msg``: ``from None`` keeps Python from printing it
+        twice as "During handling of the above exception...".
+        """
+        raise self.make_error(msg, node) from None
 
     def make_error(self, msg: str, node: Optional[ast.AST] = None) -> CompilationError:
         node = node or self.node
         source = self.frame.source
         loc = source.loc(node) if node is not None and hasattr(node, "lineno") else source.loc(source.tree)
-        return CompilationError(loc.file, loc.line, loc.col, msg, kernel=self.kernel_name)
+        return CompilationError(loc.file, loc.line, loc.col, msg + self.call_sites(), kernel=self.kernel_name)
+
+    def call_sites(self) -> str:
+        """Where the function being walked was inlined from, innermost first: an error in a
+        @jit helper names the calls that led to it."""
+        sites, frame = [], self.frame
+        while frame.caller is not None:
+            sites.append(f"{frame.call_site.file}:{frame.call_site.line}")
+            frame = frame.caller
+        return f"; called from {', from '.join(sites)}" if sites else ""
 
     # --- walking ---------------------------------------------------------------
     def visit(self, node: ast.AST) -> Any:
@@ -216,8 +245,10 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         if name in PY_NAMES:
             return PY_NAMES[name]
         if hasattr(py, name):
-            self.error(f"Python builtin `{name}` is not supported in a kernel; supported: {', '.join(PY_NAMES)}")
-        self.error(f"name `{name}` is not defined")
+            instead = tl_equivalent(getattr(py, name))
+            self.error(f"Python builtin `{name}` is not supported in a kernel; "
+                       + (f"use `{instead}`" if instead else f"supported: {', '.join(PY_NAMES)}"))
+        self.error(self.frame.forgotten.get(name, f"name `{name}` is not defined"))
 
     def compile_time(self, value: Any, what: str) -> Any:
         if not is_compile_time(value):
@@ -294,17 +325,29 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     visit_List = visit_Tuple  # [M, N] shapes: lists are immutable tuples inside a kernel
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
-        return self.get_attribute(self.visit(node.value), node.attr)
+        return self.get_attribute(self.visit(node.value), node.attr, ast.unparse(node.value))
 
-    def get_attribute(self, obj: Any, name: str) -> Any:
+    def get_attribute(self, obj: Any, name: str, spelled: Optional[str] = None) -> Any:
+        """``obj.name``; ``spelled`` is how the user wrote ``obj`` (``tl``, ``tilec.language``)."""
         if is_tensor(obj):
             return unwrap(semantic.attribute(self, obj, name))
         if not hasattr(obj, name):
-            self.error(f"{self.describe(obj)} has no attribute `{name}`")
+            self.error(self.missing_attribute(obj, name, spelled))
         value = getattr(obj, name)
         if isinstance(obj, types.ModuleType):
             return self.compile_time(value, f"`{obj.__name__}.{name}`")
         return unwrap(value)
+
+    def missing_attribute(self, obj: Any, name: str, spelled: Optional[str]) -> str:
+        """Why ``obj.name`` fails: a ``tl`` name tilec lacks is "not supported yet" (the
+        language docs list what it has); a close name is offered for a typo."""
+        module = isinstance(obj, types.ModuleType)
+        owner = spelled or (obj.__name__ if module else None)
+        close = difflib.get_close_matches(name, [n for n in dir(obj) if not n.startswith("_")], n=1, cutoff=0.8)
+        hint = f"; did you mean `{owner + '.' if owner else ''}{close[0]}`?" if close else ""
+        if module and obj.__name__.split(".")[0] == "tilec":
+            return f"`{owner}.{name}` is not supported yet (docs/language.md lists what tilec has){hint}"
+        return f"{self.describe(obj)} has no attribute `{name}`{hint}"
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
         return self.binary_op(node.op, self.visit(node.left), self.visit(node.right))
@@ -375,7 +418,19 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
             return semantic.subscript(self, value, index)
         if is_tensor(index) or isinstance(index, tuple) and any(is_tensor(i) for i in index):
             self.error("a tuple can only be indexed by a compile-time int")
+        if getattr(value, "is_tilec_jit", False):
+            self.error(f"launching a kernel from inside a kernel is not supported; call the @jit function "
+                       f"directly (`{ast.unparse(node.value)}(...)`) to inline it")
+        self.check_tuple_index(value, index, node.value)
         return self.fold(operator.getitem, value, index)
+
+    def check_tuple_index(self, value: Any, index: Any, expr: ast.expr) -> None:
+        """An int index past the end of a tuple (``ptr.shape[0]`` of a scalar, whose shape
+        is ``()``) is the user's mistake: say which tuple and how long it is."""
+        if not isinstance(value, tuple) or not isinstance(index, int) or -len(value) <= index < len(value):
+            return
+        what = "(): a scalar has no dimensions" if value == () else f"{value!r}, of length {len(value)}"
+        self.error(f"index {index} is out of range: `{ast.unparse(expr)}` is {what}")
 
     def visit_index(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Slice):
@@ -398,21 +453,25 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def visit_FormattedValue(self, node: ast.FormattedValue) -> str:
         value = self.visit(node.value)
         if is_tensor(value):
-            self.error("an f-string can only format compile-time values; pass tensors to tl.device_print")
+            self.error("an f-string can only format compile-time values; pass tensors to print as separate "
+                       "arguments: print(\"x =\", x)")
         convert = {-1: lambda v: v, ord("s"): str, ord("r"): repr, ord("a"): ascii}[node.conversion]
         spec = "" if node.format_spec is None else self.visit(node.format_spec)
         return self.fold(format, convert(value), spec)
 
     def fold(self, fn, *args, **kwargs) -> Any:
-        """Evaluate ``fn`` on Python values at compile time; its exceptions become user errors."""
+        """Evaluate ``fn`` on Python values at compile time; its exceptions become user
+        errors, the Python exception kept as the cause (it has its own traceback)."""
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            self.error(f"compile-time evaluation failed: {type(e).__name__}: {e}")
+            raise self.make_error(f"compile-time evaluation failed: {type(e).__name__}: {e}") from e
 
     @staticmethod
     def describe(value: Any) -> str:
         """A short description of a front-end value for messages."""
         if is_tensor(value):
             return f"tensor of type {value.handle.type}"
+        if isinstance(value, types.ModuleType):  # not its repr: that shows a path of this machine
+            return f"module `{value.__name__}`"
         return f"{type(value).__name__} {value!r}"

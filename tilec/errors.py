@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import linecache
+import types
 from typing import Optional
 
 
@@ -31,6 +32,18 @@ class LocatedError(TilecError):
 
 class CompilationError(LocatedError):
     """A kernel that cannot be compiled: what is wrong, where, and what to write instead."""
+
+
+NEEDS_DEF = "a kernel or a function it calls must be a `def` function in a source file"
+
+
+def require_function(fn) -> None:
+    """Refuse to make a kernel of a callable that is not a Python function (a
+    ufunc, a class): it has no source to compile.  It lives here, not in the
+    front end, so that ``tilec.jit`` checks at decoration without loading the
+    compiler.  A lambda is refused when it is compiled (``parse_function``)."""
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"{NEEDS_DEF}, got {type(fn).__name__} {fn!r}")
 
 
 class InterpreterError(LocatedError):

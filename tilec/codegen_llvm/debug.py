@@ -63,12 +63,13 @@ def _print(ctx: Ctx, op: ir.Print) -> None:
         places, owner = [()], first_thread(ctx)
     else:
         places, owner = coordinates(ctx, tile), owner_predicate(ctx, tile.type.layout, tile.type.shape)
+    prefix = op.prefix.replace("%", "%%")  # the user's text, not printf conversions
     for i, where in enumerate(places):
         def emit(i=i, where=where):
             values = [_printf_arg(ctx, ctx[v][i if len(ctx[v]) > 1 else 0], elem_type(v.type), op.hex)
                       for v in op.values]
             idx = f" idx ({', '.join(['%d'] * len(where))})" if where else ""
-            fmt = f"pid (%d, %d, %d){idx} {op.prefix}: " + " ".join(f for f, _ in values) + "\n"
+            fmt = f"pid (%d, %d, %d){idx} {prefix}: " + " ".join(f for f, _ in values) + "\n"
             _vprintf(ctx, fmt, pids + list(where) + [x for _, x in values])
         _guarded(ctx, owner, emit, None)
 

@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from . import cache as disk_cache
 from . import cuda, host
-from ..errors import TilecError
+from ..errors import TilecError, require_function
 from .args import KernelArg, NotFast, classify_arg
 from .binder import make_binder, make_specializer
 from .compiler import CompiledKernel, Options, check_target, compile_variant
@@ -56,6 +56,7 @@ class JITFunction:
     is_tilec_jit = True
 
     def __init__(self, fn: Callable):
+        require_function(fn)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = inspect.signature(fn)
