@@ -40,6 +40,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from . import cache as disk_cache
 from . import cuda, host
+from ..ast_common import is_constexpr_annotation
 from ..errors import TilecError
 from .args import KernelArg, NotFast, classify_arg
 from .binder import make_binder, make_specializer
@@ -251,15 +252,6 @@ def jit(fn: Optional[Callable] = None, **options: Any):
     if options:
         raise TypeError(f"tilec.jit takes no options yet, got {', '.join(options)}")
     return JITFunction if fn is None else JITFunction(fn)
-
-
-def is_constexpr_annotation(annotation: Any) -> bool:
-    """``tl.constexpr``, or its name as a string (``from __future__ import annotations``)."""
-    if isinstance(annotation, str):
-        return annotation.rsplit(".", 1)[-1] == "constexpr"
-    from .. import language
-
-    return annotation is language.constexpr
 
 
 def common_place(args: Sequence[KernelArg], kernel: str) -> tuple[str, Optional[int]]:
