@@ -45,6 +45,7 @@ from ..errors import TilecError
 from .args import KernelArg, NotFast, classify_arg
 from .binder import make_binder, make_specializer
 from .compiler import CompiledKernel, Options, check_target, compile_variant
+from .global_values import GlobalRead, check_globals, read_globals
 from .grid import Grid, grid_dims, normalize_grid
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
@@ -66,6 +67,7 @@ class JITFunction:
         self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
         self._specialize = make_specializer(self.signature, self.constexprs)
+        self._global_reads: Optional[tuple[GlobalRead, ...]] = None  # the globals compiled in, from the first compile
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
         return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
@@ -83,6 +85,8 @@ class JITFunction:
                 keys = None  # a binding error, an unhashable constexpr, a value only the general path judges
         if launch is None:
             return self._run_general(args, kwargs, grid, num_warps, num_stages, stream, keys)
+        if self._global_reads:
+            check_globals(self._global_reads, self.__name__)
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, given)))
         launch(grid_dims(grid, self.__name__), values, stream)
@@ -183,6 +187,11 @@ class JITFunction:
         return (tuple(a.key for a in args), options, target)
 
     def _variant(self, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
+        """The variant from the caches, else compiled; never one compiled with
+        globals that have changed since (``global_values.py``)."""
+        if self._global_reads is None:
+            self._global_reads = read_globals(self.fn)  # before the first compile reads them
+        check_globals(self._global_reads, self.__name__)
         key = self._variant_key(args, options, target)
         compiled = self.cache.get(key)
         if compiled is None:
