@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tilec
+from launch.fake_gpu import FakeTensor, fake_torch, gpu  # noqa: F401
 
 SOURCE = '''
 import tilec
@@ -146,3 +147,15 @@ def test_error_exactly_when_the_value_changed(tmp_path_factory, old, new):
                 run(module)
     finally:
         sys.modules.pop("globals_drawn", None)
+
+
+def test_a_changed_global_is_caught_on_the_fast_path(kernels, fake_torch):
+    """A GPU launch remembered for the fast path checks the globals too (on a fake GPU here)."""
+    x, out = FakeTensor(), FakeTensor(0x7F00_0000_0100)
+    for _ in range(2):
+        kernels.scale[(1,)](x, out)
+    assert len(fake_torch.launches) == 2 and len(kernels.scale._launches) == 1
+    kernels.SCALE = 4.0
+    with pytest.raises(tilec.TilecError, match="the global `SCALE` when it compiled, as 2.0, and it is now 4.0"):
+        kernels.scale[(1,)](x, out)
+    assert len(fake_torch.launches) == 2
