@@ -125,7 +125,8 @@ def test_a_global_read_through_a_module(tmp_path):
         module.scale[(1,)](x, out)
         np.testing.assert_array_equal(out, np.arange(8) * 2 + 20)
         config.OFFSET = 0
-        with pytest.raises(tilec.TilecError, match=re.escape("the global `globals_config.OFFSET` when it compiled, as 10")):
+        message = "the global `globals_config.OFFSET` when it compiled, as 10"
+        with pytest.raises(tilec.TilecError, match=re.escape(message)):
             module.scale[(1,)](x, out)
     finally:
         sys.modules.pop("globals_config", None)

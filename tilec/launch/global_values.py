@@ -4,12 +4,13 @@ keep the old value in this process while a new process used the new one.
 
 When a kernel first compiles, ``read_globals`` records the value of every
 global its source reads -- and the sources of the ``@jit`` functions and
-plain functions it calls, as far as they go -- found the way the disk cache's
-``source_fingerprint`` finds them (``cache.py``: the same names, the same
-``module.attr`` chains, the same locals shadowing).  Each launch then calls
-``check_globals``: a compare per recorded global, usually none (``tl.*`` and
-tilec's own functions are tilec's and never recorded), and an error naming
-the global, its old and new value and what to do instead, as Triton does.
+plain functions it calls, as far as they go -- found as the disk cache's
+``source_fingerprint`` finds them (``cache.outside_references``: the same
+names, the same ``module.attr`` chains, the same locals shadowing).  Each
+launch then calls ``check_globals``: a compare per recorded global, usually
+none (``tl.*`` and tilec's own functions are never recorded), and an error
+naming the global, its old and new value and what to do instead, as Triton
+does.
 
 Closure variables are not recorded: nothing outside the function can rebind
 them.  Values a kernel cannot read (arrays, objects) are not either: the
@@ -23,7 +24,7 @@ from typing import Any
 
 from ..ast_common import is_compile_time
 from ..errors import TilecError
-from .cache import Uncacheable, _closure_values, _global_references, _local_names, _parsed_source
+from .cache import Uncacheable, outside_references
 
 _MISSING = object()  # a global deleted since
 
@@ -72,35 +73,23 @@ def _collect(pyfn: types.FunctionType, reads: dict, seen: set) -> None:
         return
     seen.add(pyfn)
     try:
-        tree = _parsed_source(pyfn)[3]
+        refs = outside_references(pyfn)
     except Uncacheable:  # no source: the front end says so when it compiles
         return
-    closure, local = _closure_values(pyfn), _local_names(tree)
-    for name, attrs in _global_references(tree):
-        if name in local:
-            continue
-        if name in closure:
-            _follow(closure[name], reads, seen)
-        elif name in pyfn.__globals__:
-            _record(pyfn, name, attrs, reads, seen)
+    for ref in refs:
+        if not ref.in_closure and _kernel_may_read(pyfn.__globals__[ref.name], ref.value):
+            read = GlobalRead(pyfn.__name__, pyfn.__globals__, ref.name, ref.attrs[:ref.followed], ref.value)
+            reads.setdefault((id(read.scope), read.dotted), read)
+        _follow(ref.value, reads, seen)
 
 
-def _record(pyfn: types.FunctionType, name: str, attrs: tuple[str, ...], reads: dict, seen: set) -> None:
-    """Record ``pyfn``'s global ``name.attrs`` as far as modules go, unless it
-    is tilec's own (``tl.float32``, ``tl.load``) or not something a kernel can read."""
-    scope = pyfn.__globals__
-    value, owner, followed = scope[name], None, []
-    for attr in attrs:
-        if not isinstance(value, types.ModuleType) or not hasattr(value, attr):
-            break
-        owner, value = value, getattr(value, attr)
-        followed.append(attr)
-    if (owner is not None and _is_tilec(owner.__name__)) or _is_tilec_code(value) \
-            or isinstance(value, types.ModuleType) or not is_compile_time(value):
-        return
-    reads.setdefault((id(scope), name, *followed), GlobalRead(pyfn.__name__, scope, name,
-                                                                      tuple(followed), value))
-    _follow(value, reads, seen)
+def _kernel_may_read(base: Any, value: Any) -> bool:
+    """Whether a global (``base``, then ``value`` at the end of its chain) is
+    worth watching: not tilec's own (``tl.float32``, ``tl.load``), and
+    something a kernel can read (not a module, an array, an object)."""
+    if isinstance(base, types.ModuleType) and _is_tilec(base.__name__):
+        return False
+    return not (_is_tilec_code(value) or isinstance(value, types.ModuleType)) and is_compile_time(value)
 
 
 def _follow(value: Any, reads: dict, seen: set) -> None:
