@@ -81,6 +81,15 @@ def test_a_changed_global_is_an_error_naming_it(kernels, name, new, old_text, ne
     assert (out == -1).all()  # nothing ran
 
 
+def test_a_redefined_function_is_an_error(kernels):
+    """The kernel inlined the old ``shift``: a new definition under the name is not what runs."""
+    run(kernels)
+    kernels.shift = tilec.jit(kernels.shift.fn)
+    with pytest.raises(tilec.TilecError, match=r"the global `shift` when it compiled, as JITFunction\(.*:shift\), "
+                                               r"and it is now JITFunction\(.*:shift\), another object \(redefined\)"):
+        run(kernels)
+
+
 def test_a_deleted_global_is_an_error(kernels):
     run(kernels)
     del kernels.SCALE

@@ -118,6 +118,8 @@ def _same(a: Any, b: Any) -> bool:
 
 def _changed_message(kernel: str, read: GlobalRead, now: Any) -> str:
     new = "deleted" if now is _MISSING else f"now {now!r}"
+    if repr(now) == repr(read.value):
+        new += ", another object (redefined)"
     where = "" if read.reader == kernel else f" (in `{read.reader}`)"
     return (f"kernel `{kernel}` read the global `{read.dotted}`{where} when it compiled, as {read.value!r}, and it is "
             f"{new}. Globals are compiled into a kernel (a new process would compile the new value, this one "
