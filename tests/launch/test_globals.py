@@ -74,6 +74,7 @@ def test_a_changed_global_is_an_error_naming_it(kernels, name, new, old_text, ne
     x, out = np.arange(8, dtype=np.float32), np.full(8, -1, np.float32)
     with pytest.raises(tilec.TilecError) as e:
         kernels.scale[(1,)](x, out)
+    assert isinstance(e.value, RuntimeError)  # what Triton raises
     message = str(e.value)
     assert message.startswith(f"kernel `scale` read the global `{name}`{reader} when it compiled, as ")
     assert old_text in message and f"it is {new_text}" in message

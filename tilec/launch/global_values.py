@@ -29,6 +29,11 @@ from .cache import Uncacheable, outside_references
 _MISSING = object()  # a global deleted since
 
 
+class GlobalChangedError(TilecError, RuntimeError):
+    """A global compiled into a kernel changed: a ``TilecError``, and the
+    ``RuntimeError`` Triton raises for the same, so code written for either catches it."""
+
+
 @dataclass(frozen=True)
 class GlobalRead:
     """``name`` (then ``attrs``, through modules) looked up in ``scope`` (the
@@ -61,11 +66,11 @@ def read_globals(pyfn: types.FunctionType) -> tuple[GlobalRead, ...]:
 
 
 def check_globals(reads: tuple[GlobalRead, ...], kernel: str) -> None:
-    """A TilecError when a global recorded by ``read_globals`` has changed."""
+    """A ``GlobalChangedError`` when a global recorded by ``read_globals`` has changed."""
     for read in reads:
         now = read.current()
         if now is not read.value and not _same(now, read.value):
-            raise TilecError(_changed_message(kernel, read, now))
+            raise GlobalChangedError(_changed_message(kernel, read, now))
 
 
 def _collect(pyfn: types.FunctionType, reads: dict, seen: set) -> None:
