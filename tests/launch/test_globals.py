@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tilec
+import tilec.language as tl
 from launch.fake_gpu import FakeTensor, fake_torch, gpu  # noqa: F401
 
 SOURCE = '''
@@ -114,6 +115,22 @@ def test_restoring_the_value_runs_again(kernels):
         run(kernels)
     kernels.SCALE = 2.0
     np.testing.assert_array_equal(run(kernels), np.arange(8) * 2 + 10)
+
+
+def test_a_failed_compile_does_not_pin_the_globals(kernels):
+    """A global fixed after the compile it broke is what the next compile reads."""
+    kernels.BLOCK = tl.constexpr(6)  # tl.arange needs a power of two
+    with pytest.raises(tilec.CompilationError):
+        run(kernels)
+    kernels.BLOCK = tl.constexpr(8)
+    np.testing.assert_array_equal(run(kernels), np.arange(8) * 2 + 10)
+
+
+def test_clearing_the_cache_takes_the_new_value(kernels):
+    run(kernels)
+    kernels.SCALE = 3.0
+    kernels.scale.cache.clear()
+    np.testing.assert_array_equal(run(kernels), np.arange(8) * 3 + 10)
 
 
 def test_a_new_kernel_compiles_the_new_value(kernels):

@@ -129,4 +129,4 @@ def _changed_message(kernel: str, read: GlobalRead, now: Any) -> str:
     return (f"kernel `{kernel}` read the global `{read.dotted}`{where} when it compiled, as {read.value!r}, and it is "
             f"{new}. Globals are compiled into a kernel (a new process would compile the new value, this one "
             f"would keep running the old): pass `{read.dotted}` as an argument or a tl.constexpr parameter, "
-            "or make a new kernel after changing it (tilec.jit(kernel.fn))")
+            "or make a new kernel after changing it (tilec.jit(kernel.fn), or kernel.cache.clear())")

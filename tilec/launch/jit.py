@@ -182,6 +182,15 @@ class JITFunction:
                              "pass numpy arrays to run on the host")
         return LAUNCHERS[place]
 
+    def _watch_globals(self) -> None:
+        """With no variant in the cache (none compiled yet, a failed compile,
+        a cleared cache), record the globals the next compile reads; with
+        variants there, those globals must not have changed."""
+        if self._global_reads is None or not self.cache:
+            self._global_reads = read_globals(self.fn)
+        else:
+            check_globals(self._global_reads, self.__name__)
+
     @staticmethod
     def _variant_key(args: Sequence[KernelArg], options: Options, target: str) -> tuple:
         return (tuple(a.key for a in args), options, target)
@@ -189,9 +198,7 @@ class JITFunction:
     def _variant(self, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
         """The variant from the caches, else compiled; never one compiled with
         globals that have changed since (``global_values.py``)."""
-        if self._global_reads is None:
-            self._global_reads = read_globals(self.fn)  # before the first compile reads them
-        check_globals(self._global_reads, self.__name__)
+        self._watch_globals()
         key = self._variant_key(args, options, target)
         compiled = self.cache.get(key)
         if compiled is None:
