@@ -11,17 +11,20 @@
    the variant up in ``kernel.cache`` -- keyed by every argument's type,
    attributes and constexpr value, the options and the target -- then, on a
    miss, in the disk cache (``cache.py``: keyed by the same and the sources),
-   compiling (and storing) on a miss there too;
-5. normalize the grid (a callable gets every bound argument by name) and launch;
+   compiling (and storing) on a miss there too -- never after a global the
+   variants compiled in has changed (``global_values.py``);
+5. normalize the grid (a callable gets every bound argument by name; CUDA's
+   limits hold everywhere) and launch;
 6. when the launcher offers one (``fast_launch``), remember the launch under
    the arguments' dispatch keys and the options.
 
 That is the general path.  Every launch first tries the fast path: a function
 generated from the signature (``binder.make_specializer``) gives the dispatch
 keys and launch values, one lookup finds a remembered launch, and only the
-grid is left to normalize.  Anything else -- a first launch, a binding error,
-a value only ``classify_arg`` can judge (``NotFast``) -- takes the general
-path, so every check and error message lives there alone.
+grid is left to normalize and the globals to compare.  Anything else -- a
+first launch, a binding error, a value only ``classify_arg`` can judge
+(``NotFast``) -- takes the general path, so every check and error message
+lives there alone.
 
 A launcher is a module with ``target(args, device)``, ``default_target(args,
 device)`` (what ``compile`` picks), ``launch(compiled, grid, args, device,
