@@ -64,6 +64,7 @@ def written_arguments(fn: Function) -> dict[str, WriteSite]:
 
 
 def _find_written(fn: Function) -> dict[str, WriteSite]:
+    """Each write's pointer, traced back to its arguments (to all of them when it cannot be)."""
     origins = pointer_origins(fn)
     pointer_args = [i for i, a in enumerate(fn.args) if is_pointer(a.type)]
     written: dict[str, WriteSite] = {}
