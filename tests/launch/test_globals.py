@@ -104,6 +104,7 @@ def test_unchanged_and_unread_globals(kernels):
     run(kernels)
     kernels.UNREAD = "changed"
     kernels.SCALE = float("2.0")
+    kernels.BLOCK = tl.constexpr(8)  # another object, equal
     kernels.NEW_GLOBAL = 5
     np.testing.assert_array_equal(run(kernels), np.arange(8) * 2 + 10)
 
