@@ -137,6 +137,48 @@ def test_when_every_config_fails_the_error_lists_them():
     assert "  BLOCK: 512, num_warps: 6, num_stages: 3: ValueError: num_warps must be a power of two" in message
 
 
+class ConfigRejected(Exception):
+    """An exception whose message is not one string (the name goes into a note)."""
+
+    def __init__(self, code, detail):
+        super().__init__(code, detail)
+
+
+def out_of_order(args):
+    raise RuntimeError("the pre_hook found the buffers out of order")
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    # fails when it runs (the error keeps its type)
+    (tilec.Config({"BLOCK": 128}, num_warps=2, num_stages=1, pre_hook=out_of_order), RuntimeError, "out of order"),
+    # a constexpr no variant can be keyed by
+    (tilec.Config({"BLOCK": [32]}, num_warps=8), TypeError, "must be hashable"),
+])
+def test_a_config_that_fails_otherwise_is_named_in_the_error(bad, error, message):
+    kernel = tuned([CONFIGS[0], bad])
+    x, out = data(100)
+    with pytest.raises(error) as e:
+        kernel[grid](x, out, 100)
+    assert message in str(e.value)
+    assert f"while tuning kernel `scale`: config {bad} raised this" in str(e.value)
+    assert str(bad).startswith("BLOCK: ") and f"num_warps: {bad.num_warps}, num_stages: {bad.num_stages}" in str(bad)
+    assert kernel.cache == {}  # nothing chosen
+
+
+def test_an_error_without_a_plain_message_gets_the_config_as_a_note():
+    def reject(args):
+        raise ConfigRejected(7, "no")
+
+    bad = tilec.Config({"BLOCK": 64}, pre_hook=reject)
+    kernel = tuned([CONFIGS[0], bad])
+    x, out = data(100)
+    with pytest.raises(ConfigRejected) as e:
+        kernel[grid](x, out, 100)
+    assert e.value.args == (7, "no")
+    assert e.value.__notes__ == [f"(while tuning kernel `scale`: config {bad} raised this; only configs that do "
+                                 "not compile or do not fit are skipped)"]
+
+
 def test_one_config_runs_without_timing(bench_calls):
     kernel = tuned([tilec.Config({"BLOCK": 64})])
     x, out = data(100)

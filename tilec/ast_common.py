@@ -86,8 +86,14 @@ def is_compile_time(v: Any) -> bool:
 
 
 def is_constexpr_annotation(ann: Any) -> bool:
-    """``x: tl.constexpr``, also as a string (``from __future__ import annotations``, or quoted)."""
-    return ann is tl.constexpr or isinstance(ann, str) and ann.strip("'\"").split(".")[-1] == "constexpr"
+    """``x: tl.constexpr``, or its name as a string: ``"tl.constexpr"``,
+    ``"constexpr"``, ``"triton.language.constexpr"``...  Under ``from __future__
+    import annotations`` every annotation is its source text, so a quoted one
+    arrives quoted twice (``"'tl.constexpr'"``).  The one test for the front end
+    and the launcher: they must agree on which parameters are constexprs."""
+    if isinstance(ann, str):
+        return ann.strip().strip("'\"").strip().rsplit(".", 1)[-1] == "constexpr"
+    return ann is tl.constexpr
 
 
 def closure_vars(pyfn) -> dict[str, Any]:

@@ -34,10 +34,11 @@ arguments.  Beyond Triton:
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from . import testing
 from .errors import CompilationError, OutOfResources, TilecError
@@ -258,11 +259,12 @@ class Autotuner(KernelWrapper):
         """Each config's launch plan (heuristics applied); a config that cannot be planned is skipped."""
         plans = {}
         for config in configs:
-            try:
-                plan = self._plan(config, args, kwargs)
-            except CONFIG_ERRORS + (ValueError,) as e:  # Options reject num_warps=3 with a ValueError
-                self.skipped[config] = one_line(e)
-                continue
+            with naming_config(self.__name__, config):
+                try:
+                    plan = self._plan(config, args, kwargs)
+                except CONFIG_ERRORS + (ValueError,) as e:  # Options reject num_warps=3 with a ValueError
+                    self.skipped[config] = one_line(e)
+                    continue
             if plan is not None:
                 plans[config] = plan
         return plans
@@ -293,10 +295,11 @@ class Autotuner(KernelWrapper):
         place = next(iter(plans.values())).place if plans else "cuda"
         timings = {}
         for i, config in enumerate(configs):
-            try:
-                timings[config] = self._bench(config, args, kwargs, grid, named, saved, place)
-            except CONFIG_ERRORS as e:  # registers over the limit show up when a GPU loads the kernel
-                self.skipped[config] = one_line(e)
+            with naming_config(self.__name__, config):
+                try:
+                    timings[config] = self._bench(config, args, kwargs, grid, named, saved, place)
+                except CONFIG_ERRORS as e:  # registers over the limit show up when a GPU loads the kernel
+                    self.skipped[config] = one_line(e)
             best = min(timings, key=timings.__getitem__) if timings else None
             progress.show("benchmarked", i + 1, best, timings.get(best), total=len(configs))
         return timings
@@ -424,6 +427,27 @@ def device_label(plan: Optional[LaunchPlan]) -> str:
     return f"{plan.target} {cuda_driver.device_name(device)}"
 
 
+@contextlib.contextmanager
+def naming_config(kernel: str, config: Config) -> Iterator[None]:
+    """An error that is not the config's to skip propagates, saying which
+    config raised it (its type stays, for callers that catch it)."""
+    try:
+        yield
+    except Exception as e:
+        add_line(e, f"(while tuning kernel `{kernel}`: config {config} raised this; only configs that do not "
+                    "compile or do not fit are skipped)")
+        raise
+
+
+def add_line(error: BaseException, line: str) -> None:
+    """``line`` at the end of ``error``'s message, or as a note (shown in the
+    traceback) when its message is not one plain string."""
+    if len(error.args) == 1 and isinstance(error.args[0], str) and type(error).__str__ is BaseException.__str__:
+        error.args = (f"{error.args[0]}\n{line}",)
+    else:
+        error.add_note(line)
+
+
 def one_line(error: BaseException) -> str:
     """An error as one line: its type and the first line of its message."""
     text = str(error).strip().splitlines()
@@ -473,10 +497,11 @@ def compile_plans(kernel: JITFunction, plans: dict[Config, LaunchPlan], progress
         if outcome == "failed":
             failed[config] = detail
         elif outcome == "retry":
-            try:
-                kernel.variant(plan)
-            except CONFIG_ERRORS as e:
-                failed[config] = one_line(e)
+            with naming_config(kernel.__name__, config):
+                try:
+                    kernel.variant(plan)
+                except CONFIG_ERRORS as e:
+                    failed[config] = one_line(e)
         progress.show("compiled", i + 1, total=len(pending))
     return failed
 

@@ -135,6 +135,24 @@ def test_grid_lambda_and_num_warps(torch):
         assert torch.equal(out, x + y)
 
 
+@tilec.jit
+def grid_y_kernel(out_ptr):
+    """out[program_id(1)] = program_id(1) + 1, from program 0 of x and z."""
+    if (tl.program_id(0) == 0) & (tl.program_id(2) == 0):
+        tl.store(out_ptr + tl.program_id(1), tl.program_id(1) + 1)
+
+
+def test_grid_limits_agree_with_the_driver(torch):
+    """The largest y and z the checks allow run on the GPU; one more is refused before the driver."""
+    out = torch.zeros(2**16 - 1, dtype=torch.int32, device="cuda")
+    grid_y_kernel[(2, 2**16 - 1, 2)](out)
+    torch.cuda.synchronize()
+    assert torch.equal(out.cpu(), torch.arange(1, 2**16, dtype=torch.int32))
+    for grid in ((1, 2**16), (1, 1, 2**16), (2**31,)):
+        with pytest.raises(ValueError, match="is too large"):
+            grid_y_kernel[grid](out)
+
+
 def test_shared_memory_past_48_kb(torch):
     x = torch.randn(128, 128, device="cuda")
     out = torch.empty_like(x)

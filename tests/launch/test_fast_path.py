@@ -231,6 +231,8 @@ def test_options_a_grid_lambda_and_streams_on_the_fast_path(fake_torch, general_
     (lambda k, x: k[(1,)](x, FakeTensor(device=1), x, 4096), ValueError, r"different devices \(cuda:0: `x_ptr`"),
     (lambda k, x: k[(-1,)](x, x, x, 4096), ValueError, "must not be negative"),
     (lambda k, x: k[lambda meta: (2.0,)](x, x, x, 4096), TypeError, "must hold ints, got float"),
+    (lambda k, x: k[(2**31,)](x, x, x, 4096), ValueError, "is too large: dimension 0 .x. is 2147483648"),
+    (lambda k, x: k[lambda meta: (1, 2**16)](x, x, x, 4096), ValueError, "is too large: dimension 1 .y. is 65536"),
 ])
 def test_errors_after_a_fast_launch_are_the_general_paths(fake_torch, launch, error, message):
     k = fresh(add_kernel)

@@ -127,6 +127,29 @@ def test_string_annotations(tmp_path):
     np.testing.assert_array_equal(x, np.arange(10) * 3)
 
 
+@pytest.mark.parametrize("annotation", ['"tl.constexpr"', "'constexpr'", '"tilec.language.constexpr"',
+                                        '"triton.language.constexpr"', '" tl.constexpr "'])
+def test_quoted_annotations_under_future_annotations(tmp_path, annotation):
+    """Under ``from __future__ import annotations`` a quoted annotation arrives
+    quoted twice; the launcher and the front end must both see a constexpr."""
+    path = tmp_path / "quoted_kernels.py"
+    path.write_text(
+        "from __future__ import annotations\n"
+        "import tilec\n"
+        "import tilec.language as tl\n\n"
+        "@tilec.jit\n"
+        f"def fill(out_ptr, n: 'int', B: {annotation}):\n"
+        "    offs = tl.arange(0, B)\n"
+        "    tl.store(out_ptr + offs, offs * 2, mask=offs < n)\n")
+    spec = importlib.util.spec_from_file_location("quoted_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.fill.constexprs == {"B"}
+    out = np.full(13, -1, np.int32)
+    module.fill[(1,)](out, 13, B=16)
+    np.testing.assert_array_equal(out, np.arange(13) * 2)
+
+
 # --------------------------------------------------------------------------- #
 # Binding and argument errors
 # --------------------------------------------------------------------------- #

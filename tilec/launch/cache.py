@@ -283,17 +283,40 @@ def _collect_function(pyfn: types.FunctionType, tokens: list, seen: set) -> None
     seen.add(pyfn)
     file, first_line, source, tree = _parsed_source(pyfn)
     tokens.append(("source", file, first_line, source))
-    scope = {**pyfn.__globals__, **_closure_values(pyfn)}
-    local = _local_names(tree)
+    for ref in outside_references(pyfn):
+        tokens.append((ref.name, *ref.attrs, _dependency_token(ref.value, tokens, seen)))
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A name a function's source reads from outside it (a global or a closure
+    variable), with the ``attrs`` read off it (``helpers.act`` -> ``("act",)``);
+    ``value`` is what the chain gives followed as far as modules go (the first
+    ``followed`` attributes)."""
+
+    name: str
+    attrs: tuple[str, ...]
+    value: Any
+    followed: int
+    in_closure: bool
+
+
+def outside_references(pyfn: types.FunctionType) -> list[Reference]:
+    """Every name ``pyfn``'s source reads that it does not define, in source order
+    (what ``source_fingerprint`` keys on, and the launcher's globals check watches)."""
+    tree = _parsed_source(pyfn)[3]
+    closure = _closure_values(pyfn)
+    scope, local, refs = {**pyfn.__globals__, **closure}, _local_names(tree), []
     for name, attrs in _global_references(tree):
         if name in local or name not in scope:
             continue
-        value = scope[name]
+        value, followed = scope[name], 0
         for attr in attrs:  # follow ``module.attr.attr`` as far as modules go
             if not isinstance(value, types.ModuleType) or not hasattr(value, attr):
                 break
-            value = getattr(value, attr)
-        tokens.append((name, *attrs, _dependency_token(value, tokens, seen)))
+            value, followed = getattr(value, attr), followed + 1
+        refs.append(Reference(name, attrs, value, followed, name in closure))
+    return refs
 
 
 def _dependency_token(value: Any, tokens: list, seen: set) -> Any:

@@ -3,13 +3,24 @@
 This is how every kernel runs until the CPU backend exists: slow, but it
 checks every access and defines what each op means.  A host launch is
 synchronous, so a ``stream=`` has nothing to order and is ignored.
+
+The interpreter writes memory through its address, as a GPU would, so
+numpy's read-only flag would not stop it: an array the kernel may write
+(``opt/written_pointers.py``) must be writable, or the launch is refused
+before anything runs.  A read-only array passed where the kernel only reads
+(``np.frombuffer(bytes)``, a read-only ``np.memmap``) is fine.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
 
 from .args import KernelArg
 from .compiler import HOST, CompiledKernel
+
+if TYPE_CHECKING:
+    from ..opt.written_pointers import WriteSite
 
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
@@ -29,8 +40,31 @@ def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: Opt
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
            device: Optional[int] = None, stream: Any = None) -> None:
     """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing them in place."""
+    refuse_read_only(compiled, args)
     if 0 in grid:
         return  # an empty grid launches no program, as on a GPU
     from ..ir.interpret import interpret  # numpy-heavy: loaded on the first host launch
 
     interpret(compiled.fn, grid, compiled.runtime_args(args))
+
+
+def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
+    """A ValueError naming the first read-only host array the kernel may write
+    (the analysis is remembered per variant: a launch pays a lookup and a loop)."""
+    from ..opt.written_pointers import written_arguments
+
+    written = written_arguments(compiled.fn)
+    for a in args:
+        if a.name in written and isinstance(a.value, np.ndarray) and not a.value.flags.writeable:
+            raise ValueError(_read_only_message(compiled.name, a.name, written[a.name]))
+
+
+def _read_only_message(kernel: str, name: str, site: "WriteSite") -> str:
+    # a variant read back from the disk cache has no source locations
+    where = site.op if site.loc.line <= 0 else f"{site.op} at {site.loc.file}:{site.loc.line}"
+    how = (f"stores through `{name}` ({where})" if site.traced else
+           f"stores through a pointer tilec cannot trace to one argument ({where}: loaded from memory or "
+           f"made from an integer), so it may write any array, `{name}` too")
+    return (f"kernel `{kernel}` {how}, but the array passed as `{name}` is read-only (np.frombuffer over "
+            "bytes, a read-only mmap, setflags(write=False)...); nothing ran. Pass a writable array, "
+            f"e.g. a copy: np.array(...)")

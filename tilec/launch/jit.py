@@ -11,17 +11,20 @@
    the variant up in ``kernel.cache`` -- keyed by every argument's type,
    attributes and constexpr value, the options and the target -- then, on a
    miss, in the disk cache (``cache.py``: keyed by the same and the sources),
-   compiling (and storing) on a miss there too;
-5. normalize the grid (a callable gets every bound argument by name) and launch;
+   compiling (and storing) on a miss there too -- never after a global the
+   variants compiled in has changed (``global_values.py``);
+5. normalize the grid (a callable gets every bound argument by name; CUDA's
+   limits hold everywhere) and launch;
 6. when the launcher offers one (``fast_launch``), remember the launch under
    the arguments' dispatch keys and the options.
 
 That is the general path.  Every launch first tries the fast path: a function
 generated from the signature (``binder.make_specializer``) gives the dispatch
 keys and launch values, one lookup finds a remembered launch, and only the
-grid is left to normalize.  Anything else -- a first launch, a binding error,
-a value only ``classify_arg`` can judge (``NotFast``) -- takes the general
-path, so every check and error message lives there alone.
+grid is left to normalize and the globals to compare.  Anything else -- a
+first launch, a binding error, a value only ``classify_arg`` can judge
+(``NotFast``) -- takes the general path, so every check and error message
+lives there alone.
 
 A launcher is a module with ``target(args, device)``, ``default_target(args,
 device)`` (what ``compile`` picks), ``launch(compiled, grid, args, device,
@@ -40,10 +43,12 @@ from typing import Any, Callable, Optional, Sequence
 
 from . import cache as disk_cache
 from . import cuda, host
+from ..ast_common import is_constexpr_annotation
 from ..errors import TilecError, require_function
 from .args import KernelArg, NotFast, classify_arg
 from .binder import make_binder, make_specializer
 from .compiler import CompiledKernel, Options, check_target, compile_variant
+from .global_values import GlobalRead, check_globals, read_globals
 from .grid import Grid, grid_dims, normalize_grid
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
@@ -66,6 +71,7 @@ class JITFunction:
         self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
         self._specialize = make_specializer(self.signature, self.constexprs)
+        self._global_reads: Optional[tuple[GlobalRead, ...]] = None  # the globals compiled in, from the first compile
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
         return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
@@ -83,6 +89,8 @@ class JITFunction:
                 keys = None  # a binding error, an unhashable constexpr, a value only the general path judges
         if launch is None:
             return self._run_general(args, kwargs, grid, num_warps, num_stages, stream, keys)
+        if self._global_reads:
+            check_globals(self._global_reads, self.__name__)
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, given)))
         launch(grid_dims(grid, self.__name__), values, stream)
@@ -178,11 +186,23 @@ class JITFunction:
                              "pass numpy arrays to run on the host")
         return LAUNCHERS[place]
 
+    def _watch_globals(self) -> None:
+        """With no variant in the cache (none compiled yet, a failed compile,
+        a cleared cache), record the globals the next compile reads; with
+        variants there, those globals must not have changed."""
+        if self._global_reads is None or not self.cache:
+            self._global_reads = read_globals(self.fn)
+        else:
+            check_globals(self._global_reads, self.__name__)
+
     @staticmethod
     def _variant_key(args: Sequence[KernelArg], options: Options, target: str) -> tuple:
         return (tuple(a.key for a in args), options, target)
 
     def _variant(self, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
+        """The variant from the caches, else compiled; never one compiled with
+        globals that have changed since (``global_values.py``)."""
+        self._watch_globals()
         key = self._variant_key(args, options, target)
         compiled = self.cache.get(key)
         if compiled is None:
@@ -252,15 +272,6 @@ def jit(fn: Optional[Callable] = None, **options: Any):
     if options:
         raise TypeError(f"tilec.jit takes no options yet, got {', '.join(options)}")
     return JITFunction if fn is None else JITFunction(fn)
-
-
-def is_constexpr_annotation(annotation: Any) -> bool:
-    """``tl.constexpr``, or its name as a string (``from __future__ import annotations``)."""
-    if isinstance(annotation, str):
-        return annotation.rsplit(".", 1)[-1] == "constexpr"
-    from .. import language
-
-    return annotation is language.constexpr
 
 
 def common_place(args: Sequence[KernelArg], kernel: str) -> tuple[str, Optional[int]]:
