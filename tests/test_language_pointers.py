@@ -98,6 +98,47 @@ def test_reading_past_a_view_into_its_neighbour_is_refused():
         load_at_kernel[(1,)](buf[:1000], buf[1000:], out, 1023)
 
 
+@PROPERTY
+@given(start=st.integers(0, 59), step=st.integers(-4, 4).filter(lambda s: abs(s) > 1), n=st.integers(1, 30),
+       i=st.integers(-70, 70))
+def test_a_strided_view_owns_only_its_elements(start, step, n, i):
+    """``x = buf[start::step][:n]``: ``x_ptr + i`` is its element ``i / step`` when that is a whole
+    index below ``n``; the bytes between its elements are the buffer's, not ``x``'s."""
+    buf = np.arange(60, dtype=np.float32)
+    x, y, out = buf[start::step][:n], buf[:1], np.zeros(2, np.float32)
+    if i % step == 0 and 0 <= i // step < len(x):
+        load_at_kernel[(1,)](x, y, out, i)
+        assert out[0] == buf[start + i]
+        return
+    with pytest.raises(InterpreterError, match=rf"load out of bounds: `x_ptr` \+ {i} "):
+        load_at_kernel[(1,)](x, y, out, i)
+
+
+@PROPERTY
+@given(rows=st.tuples(st.integers(0, 5), st.integers(1, 6)), cols=st.tuples(st.integers(0, 9), st.integers(1, 10)),
+       i=st.integers(0, 60))
+def test_a_block_of_a_matrix_owns_only_its_block(rows, cols, i):
+    """``x = m[r0:r0 + nr, c0:c0 + nc]`` of a 6 x 10 matrix, read as ``x_ptr + i`` (row stride 10)."""
+    m = np.arange(60, dtype=np.float32).reshape(6, 10)
+    x = m[rows[0]:rows[0] + rows[1], cols[0]:cols[0] + cols[1]]
+    y, out = m[0, :1], np.zeros(2, np.float32)
+    r, c = divmod(i, 10)
+    if r < x.shape[0] and c < x.shape[1]:
+        load_at_kernel[(1,)](x, y, out, i)
+        assert out[0] == x[r, c]
+        return
+    with pytest.raises(InterpreterError, match=rf"load out of bounds: `x_ptr` \+ {i} "):
+        load_at_kernel[(1,)](x, y, out, i)
+
+
+def test_a_transposed_matrix_owns_every_element_of_its_span():
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = np.zeros(2, np.float32)
+    for i in range(12):
+        load_at_kernel[(1,)](m.T, m, out, i)
+        assert out[0] == i
+
+
 @tilec.jit
 def pick_per_program_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
     """Program 0 copies ``x``, program 1 copies ``y``: one pointer, a different argument per program."""

@@ -25,6 +25,7 @@ a serial execution in that order.
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -50,6 +51,7 @@ class Span:
     lo: int
     hi: int
     delta: int = 0
+    layout: Optional[tuple] = None  # ((stride, count), ...) of a view with gaps (``element_layout``)
 
 
 def array_span(name: str, a: np.ndarray, index: int = 0) -> Span:
@@ -61,7 +63,32 @@ def array_span(name: str, a: np.ndarray, index: int = 0) -> Span:
     lo, hi = (ptr, ptr) if a.size == 0 else (ptr + low, ptr + high + a.itemsize)
     if not 0 <= lo <= hi < _MIDDLE:
         raise ValueError(f"argument `{name}` lies at {lo:#x}, above the {_MIDDLE:#x} bytes the interpreter can tag")
-    return Span(name, ptr, lo, hi, ((index + 1) << REGION_BITS) + _MIDDLE - ptr // _PAGE * _PAGE)
+    return Span(name, ptr, lo, hi, ((index + 1) << REGION_BITS) + _MIDDLE - ptr // _PAGE * _PAGE,
+                element_layout(a, hi - lo))
+
+
+def element_layout(a: np.ndarray, span_bytes: int) -> Optional[tuple]:
+    """``((|stride|, count), ...)``, largest stride first, of a view whose span has bytes
+    between its elements (``buf[::2]``, a column of a matrix), when its strides nest (each
+    steps over everything the smaller ones reach: any slice of a contiguous array does);
+    None when every byte of the span belongs to an element, or the strides do not nest."""
+    dims = sorted(((abs(s), n) for s, n in zip(a.strides, a.shape) if n > 1 and s != 0), reverse=True)
+    reach = a.itemsize
+    for stride, n in reversed(dims):
+        if stride < reach:
+            return None
+        reach += stride * (n - 1)
+    return tuple(dims) if math.prod(n for _, n in dims) * a.itemsize < span_bytes else None
+
+
+def between_elements(layout: tuple, offsets: np.ndarray, size: int, itemsize: int) -> np.ndarray:
+    """Which accesses of ``size`` bytes at byte ``offsets`` from a span's low end (inside it)
+    do not lie within one element of a view with ``layout``: the greedy index along each
+    nested stride leaves the offset inside an element, or not."""
+    rest = np.array(offsets, np.int64)
+    for stride, n in layout:
+        rest -= np.minimum(rest // stride, n - 1) * stride
+    return rest + size > itemsize
 
 
 @dataclass
@@ -162,7 +189,7 @@ class Memory:
     def _offsets_in_argument(self, acc: Access, dtype: np.dtype):
         """``(view, indices, None)`` when ``base + offsets`` is aligned and inside ``base``'s argument."""
         k, size = int(self.argument_of(acc.base)), dtype.itemsize
-        if k == len(self.spans):
+        if k == len(self.spans) or self.spans[k].layout is not None:
             return None
         span, base = self.spans[k], acc.base - self.spans[k].delta
         low, high = int(acc.offsets.min()), int(acc.offsets.max())
@@ -182,6 +209,10 @@ class Memory:
         k = np.broadcast_to(self.argument_of(a if acc.offsets is None else acc.base), a.shape)
         real = a - self.deltas[k]
         ok = (real >= self.los[k]) & (real + size <= self.his[k]) & (real % size == 0)
+        for j, span in enumerate(self.spans):
+            if span.layout is not None and (k == j).any():
+                lanes = np.flatnonzero(ok & (k == j))
+                ok[lanes] = ~between_elements(span.layout, real[lanes] - span.lo, size, self.arrays[j].itemsize)
         if not ok.all():
             bad = int(np.argmin(ok))
             self._report(op, acc, bad, size, int(k[bad]), int(real[bad]))
@@ -210,6 +241,10 @@ class Memory:
             self.raise_at(op, f"{acc.what} misaligned: `{span.name}` + {addr - span.ptr} bytes is not a multiple "
                               f"of {size} bytes ({acc.elem}) {who}")
         offset, count = (addr - span.ptr) // size, (span.hi - span.ptr) // size
+        if span.lo <= addr and addr + size <= span.hi:
+            strides, shape = self.arrays[k].strides, self.arrays[k].shape
+            self.raise_at(op, f"{acc.what} out of bounds: `{span.name}` + {offset} falls between the elements "
+                              f"of its strided view (shape {shape}, strides {strides} bytes) {who}")
         where = "is before its first element" if addr < span.lo else f"is past its {count} elements"
         self.raise_at(op, f"{acc.what} out of bounds: `{span.name}` + {offset} {where} {who}"
                           f"{_int32_overflow_hint(offset, count)}")
