@@ -203,11 +203,15 @@ class Memory:
         return view, (acc.offsets if shift == 0 else np.add(acc.offsets, shift, dtype=np.int64)), None
 
     def _resolve_by_argument(self, op, acc: Access, dtype: np.dtype):
-        """Check each lane against the argument its pointer came from (for ``base + offsets``:
-        ``base``'s, however far the offsets go); group the lanes by argument."""
+        """Check each lane against the argument its pointer came from; group the lanes by argument."""
         size, a = dtype.itemsize, acc.addresses()
-        k = np.broadcast_to(self.argument_of(a if acc.offsets is None else acc.base), a.shape)
+        k = self._arguments_of_lanes(acc, a)
         real = a - self.deltas[k]
+        if np.ndim(k) == 0:
+            one = self._inside_one_argument(real, int(k), dtype)
+            if one is not None:
+                return [one]
+        k = np.broadcast_to(k, a.shape)
         ok = (real >= self.los[k]) & (real + size <= self.his[k]) & (real % size == 0)
         for j, span in enumerate(self.spans):
             if span.layout is not None and (k == j).any():
@@ -216,18 +220,34 @@ class Memory:
         if not ok.all():
             bad = int(np.argmin(ok))
             self._report(op, acc, bad, size, int(k[bad]), int(real[bad]))
-        arguments = [int(k[0])] if (k == k[0]).all() else np.unique(k)
-        if len(arguments) == 1:
-            view, start = self._view(self.spans[arguments[0]], dtype)
-            idx = _indices(real, start, size)
-            contiguous = _as_slice(idx, int(idx.min()), int(idx.max()), 0)
-            return [(view, idx if contiguous is None else contiguous, None)]
         groups = []
-        for j in arguments:
+        for j in np.unique(k):
             pos = np.flatnonzero(k == j)
             view, start = self._view(self.spans[j], dtype)
             groups.append((view, _indices(real[pos], start, size), pos))
         return groups
+
+    def _arguments_of_lanes(self, acc: Access, a: np.ndarray):
+        """The argument of each lane's pointer: for ``base + offsets`` ``base``'s, however far the
+        offsets go; else each address's own.  One int when every lane has the same (the usual case)."""
+        if acc.offsets is not None:
+            return int(self.argument_of(acc.base))
+        first, last = int(self.argument_of(a.min())), int(self.argument_of(a.max()))
+        return first if first == last else self.argument_of(a)
+
+    def _inside_one_argument(self, real: np.ndarray, k: int, dtype: np.dtype):
+        """``(view, indices, None)`` when real addresses ``real`` are aligned and inside argument
+        ``k``, which has no gaps between its elements (a cheap check: min, max and one OR)."""
+        size = dtype.itemsize
+        if k == len(self.spans) or self.spans[k].layout is not None:
+            return None
+        first, last = int(real.min()), int(real.max())
+        if first < self.spans[k].lo or last + size > self.spans[k].hi or np.bitwise_or.reduce(real) % size:
+            return None
+        view, start = self._view(self.spans[k], dtype)
+        idx = _indices(real, start, size)
+        contiguous = _as_slice(idx, (first - start) // size, (last - start) // size, 0)
+        return view, idx if contiguous is None else contiguous, None
 
     def _report(self, op, acc: Access, pos: int, size: int, k: int, addr: int) -> None:
         """Raise for lane ``pos``, at real address ``addr``, of a pointer of argument ``k``."""
