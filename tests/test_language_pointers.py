@@ -236,6 +236,21 @@ def test_pointers_cast_to_ints_are_real_addresses_and_cast_back():
 
 
 @tilec.jit
+def below_address_kernel(x_ptr, out_ptr, end, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = (x_ptr + offs).to(tl.int64) < end
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+
+@PROPERTY
+@given(k=st.integers(-3, BLOCK + 3))
+def test_a_mask_from_addresses_as_ints(k):
+    x, out = np.arange(BLOCK, dtype=np.float32), np.full(BLOCK, -1.0, np.float32)
+    below_address_kernel[(1,)](x, out, x.__array_interface__["data"][0] + 4 * k, BLOCK=BLOCK)
+    np.testing.assert_array_equal(out, np.where(np.arange(BLOCK) < k, x, -1.0))
+
+
+@tilec.jit
 def scalar_from_int_kernel(addr, out_ptr, x_ptr):
     tl.store(out_ptr, tl.load(addr.to(tl.pointer_type(tl.float32)) + 1))
 

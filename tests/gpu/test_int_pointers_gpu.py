@@ -1,8 +1,8 @@
 """Pointers made from integers on the GPU, against numpy: a grouped kernel that
 reads a table of ``data_ptr()`` values (ragged group sizes, float16), a tile of
-pointers from a table, and pointers to int32 read back as bytes through an
-int64 and through a pointer cast (the case whose loads were vectorized across
-unrelated bytes)."""
+pointers from a table, pointers to int32 read back as bytes through an int64
+and through a pointer cast (vectorized across bytes they did not cover before
+the axis analysis was fixed), and a mask that compares addresses as ints."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,6 +46,13 @@ def first_bytes_kernel(x_ptr, via_int_ptr, via_ptr_ptr, BLOCK: tl.constexpr):
     tl.store(via_ptr_ptr + offs, tl.load(p.to(tl.pointer_type(tl.int8))))
 
 
+@tilec.jit
+def below_address_kernel(x_ptr, out_ptr, end, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = (x_ptr + offs).to(tl.int64) < end
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+
 @pytest.mark.parametrize("sizes", [(1, 1, 1), (100, 700, 5), (4097, 31, 256)])
 def test_grouped_kernel_through_a_table_of_data_ptrs(torch, sizes):
     gen = torch.Generator().manual_seed(sum(sizes))
@@ -77,3 +84,13 @@ def test_pointers_to_int32_read_as_bytes(torch):
     want = x.cpu().numpy().astype(np.int8)  # little-endian: the low byte
     np.testing.assert_array_equal(via_int.cpu().numpy(), want)
     np.testing.assert_array_equal(via_ptr.cpu().numpy(), want)
+
+
+@pytest.mark.parametrize("k", [1, 5, 512, 1020, 1023])  # 512, 1020: `end` 16-byte aligned
+def test_a_mask_from_addresses_as_ints(torch, k):
+    """Elements below address ``end`` (``k`` of them) are copied; the rest of ``out`` is untouched."""
+    x = torch.arange(1024, dtype=torch.float32, device="cuda")
+    out = torch.full((1024,), -1.0, device="cuda")
+    below_address_kernel[(1,)](x, out, x.data_ptr() + 4 * k, BLOCK=1024)
+    want = np.where(np.arange(1024) < k, np.arange(1024, dtype=np.float32), -1.0)
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
