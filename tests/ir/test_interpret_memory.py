@@ -262,3 +262,34 @@ def test_spin_lock_with_atomic_cas_serializes_programs():
     lock, counter = np.zeros(1, np.int32), np.zeros(1, np.int32)
     interpret(fn, (50,), [lock, counter])
     assert counter[0] == sum(range(50)) and lock[0] == 0
+
+
+# --------------------------------------------------------------------------- #
+# Pointers and integers: real addresses outside, the argument remembered inside
+# --------------------------------------------------------------------------- #
+
+def test_a_printed_pointer_is_its_real_address(capsys):
+    fn = kernel("%x: ptr<f32>", """
+  %one = constant {value = 1, type = i32} : i32
+  %p = addptr %x, %one : ptr<f32>
+  print [%p] {prefix = "p ="}""")
+    x = np.zeros(4, np.float32)
+    interpret(fn, (1,), [x])
+    assert capsys.readouterr().out == f"pid (0, 0, 0) p =: {x.__array_interface__['data'][0] + 4}\n"
+
+
+def test_bitcasts_between_int64_and_pointers_exchange_real_addresses():
+    """``bitcast`` as ``cast``: the int is the real address; the pointer made from it is the
+    argument's, so the atomic lands in ``x`` and ``x`` bounds it."""
+    fn = kernel("%x: ptr<i32>, %out: ptr<i64>, %k: i32", """
+  %a = bitcast %x {to = i64} : i64
+  store %out, %a, _
+  %q = bitcast %a {to = ptr<i32>} : ptr<i32>
+  %at = addptr %q, %k : ptr<i32>
+  %old = atomic_rmw %at, %k, _ {kind = "add"} : i32""")
+    x, out = np.arange(5, dtype=np.int32), np.zeros(1, np.int64)
+    interpret(fn, (3,), [x, out, 2])
+    assert out[0] == x.__array_interface__["data"][0] and x.tolist() == [0, 1, 8, 3, 4]
+    with pytest.raises(InterpreterError, match=r"atomic_add out of bounds: `x` \+ 5 is past its 5 elements"):
+        interpret(fn, (1,), [x, out, 5])
+    assert x.tolist() == [0, 1, 8, 3, 4]

@@ -388,3 +388,30 @@ def test_rem_by_an_argument_keeps_runs_its_divisibility_allows():
     no multiple of N falls inside an aligned run of N's power-of-two divisor."""
     assert infos(WRAPPED.format(n_attr=" {divisibility = 16}"))["wrapped"] == A([16], [16], [1])
     assert infos(WRAPPED.format(n_attr=""))["wrapped"] == A([1], [1], [1])
+
+
+def test_pointer_int_casts_keep_alignment_and_runs_of_equal_values_not_contiguity():
+    """Consecutive int addresses are one byte apart, consecutive pointers one element."""
+    got = infos("""\
+func @c(%x: ptr<i32> {divisibility = 16}, %a: i64 {divisibility = 16}) {
+  %r = arange {start = 0, end = 64} : tile<64xi32>
+  %xs = splat %x {shape = (64,)} : tile<64xptr<i32>>
+  %p = addptr %xs, %r : tile<64xptr<i32>>
+  %i = cast %p {to = i64} : tile<64xi64>
+  %bytes = cast %i {to = ptr<i8>} : tile<64xptr<i8>>
+  %same = cast %p {to = ptr<f32>} : tile<64xptr<f32>>
+  %narrow = cast %p {to = ptr<i8>} : tile<64xptr<i8>>
+  %as = splat %a {shape = (64,)} : tile<64xi64>
+  %r64 = cast %r {to = i64} : tile<64xi64>
+  %ai = add %as, %r64 : tile<64xi64>
+  %from_int = cast %ai {to = ptr<f32>} : tile<64xptr<f32>>
+  %uniform = cast %as {to = ptr<f32>} : tile<64xptr<f32>>
+}
+""")
+    assert got["p"] == A([64], [16], [1])
+    assert got["i"] == A([1], [1], [1])
+    assert got["bytes"] == A([1], [1], [1])
+    assert got["same"] == got["p"]
+    assert got["narrow"] == A([1], [1], [1])
+    assert got["from_int"] == A([1], [1], [1])
+    assert got["uniform"] == A([1], [16], [64])

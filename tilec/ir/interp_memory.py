@@ -1,13 +1,21 @@
-"""The interpreter's memory: real addresses, bounds-checked against the kernel's arrays.
+"""The interpreter's memory: pointers that remember their argument, bounds-checked against it.
 
-A pointer value is the address of an element of one of the arrays passed as
-pointer arguments (``a.__array_interface__['data'][0]`` is the argument's
-own value).  Each argument covers a *span* of bytes, from its lowest to its
-highest element.  Every access must fall inside one span and be aligned to
-its element size; otherwise ``InterpreterError`` names the kernel line, the
-nearest argument and the offset in elements.  Masked-off lanes are never
-touched.  Each access reads or writes typed numpy views over the spans
-(built with ctypes, cached per span and dtype).
+Each pointer argument covers a *span* of bytes, from its lowest to its
+highest element.  A pointer value is a *tagged* address: the real address
+shifted into a region of ``2**52`` bytes that belongs to the argument it was
+made from (the argument's region sits in the middle of it, so pointer
+arithmetic short of ``2**51`` bytes never leaves it).  So two views of one
+buffer passed as two arguments stay apart: every access must fall inside the
+span of the argument its pointer came from, and be aligned to its element
+size; otherwise ``InterpreterError`` names the kernel line, that argument and
+the offset in elements.  Masked-off lanes are never touched.  Each access
+reads or writes typed numpy views over the spans (built with ctypes, cached
+per span and dtype).
+
+Casting a pointer to an int gives the real address; casting an int to a
+pointer tags it with the argument whose array holds that address (the
+grouped-GEMM table of ``data_ptr()`` values), or leaves it untagged
+(region 0), and an access through it says it points into no argument.
 
 Atomics apply lanes in batch order (program 0 before program 1; within a
 program, row-major), one occurrence of an address at a time, so repeated
@@ -17,6 +25,7 @@ a serial execution in that order.
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -27,24 +36,59 @@ from .interp_dtypes import from_memory, memory_dtype, to_memory
 from .types import PointerType
 
 
+REGION_BITS = 52  # each argument's tagged pointers live in their own 2**52 bytes
+_MIDDLE = 1 << (REGION_BITS - 1)  # real addresses must lie below it (user space does)
+_PAGE = 4096  # tags move addresses by whole pages, so every alignment test sees the real one
+
+
 @dataclass
 class Span:
-    """The bytes ``[lo, hi)`` covered by pointer argument ``name`` (whose value is ``ptr``)."""
+    """The bytes ``[lo, hi)`` covered by pointer argument ``name`` (whose value is ``ptr``);
+    its pointers are tagged as ``real + delta``."""
 
     name: str
     ptr: int
     lo: int
     hi: int
+    delta: int = 0
+    layout: Optional[tuple] = None  # ((stride, count), ...) of a view with gaps (``element_layout``)
 
 
-def array_span(name: str, a: np.ndarray) -> Span:
-    """The span of ``a``'s elements, whatever its strides (negative ones included)."""
+def array_span(name: str, a: np.ndarray, index: int = 0) -> Span:
+    """The span of ``a``'s elements, whatever its strides (negative ones included), as the
+    ``index``-th pointer argument: its tag puts ``ptr`` near the middle of region ``index + 1``."""
     ptr = a.__array_interface__["data"][0]
-    if a.size == 0:
-        return Span(name, ptr, ptr, ptr)
     low = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s < 0)
     high = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s > 0)
-    return Span(name, ptr, ptr + low, ptr + high + a.itemsize)
+    lo, hi = (ptr, ptr) if a.size == 0 else (ptr + low, ptr + high + a.itemsize)
+    if not 0 <= lo <= hi < _MIDDLE:
+        raise ValueError(f"argument `{name}` lies at {lo:#x}, above the {_MIDDLE:#x} bytes the interpreter can tag")
+    return Span(name, ptr, lo, hi, ((index + 1) << REGION_BITS) + _MIDDLE - ptr // _PAGE * _PAGE,
+                element_layout(a, hi - lo))
+
+
+def element_layout(a: np.ndarray, span_bytes: int) -> Optional[tuple]:
+    """``((|stride|, count), ...)``, largest stride first, of a view whose span has bytes
+    between its elements (``buf[::2]``, a column of a matrix), when its strides nest (each
+    steps over everything the smaller ones reach: any slice of a contiguous array does);
+    None when every byte of the span belongs to an element, or the strides do not nest."""
+    dims = sorted(((abs(s), n) for s, n in zip(a.strides, a.shape) if n > 1 and s != 0), reverse=True)
+    reach = a.itemsize
+    for stride, n in reversed(dims):
+        if stride < reach:
+            return None
+        reach += stride * (n - 1)
+    return tuple(dims) if math.prod(n for _, n in dims) * a.itemsize < span_bytes else None
+
+
+def between_elements(layout: tuple, offsets: np.ndarray, size: int, itemsize: int) -> np.ndarray:
+    """Which accesses of ``size`` bytes at byte ``offsets`` from a span's low end (inside it)
+    do not lie within one element of a view with ``layout``: the greedy index along each
+    nested stride leaves the offset inside an element, or not."""
+    rest = np.array(offsets, np.int64)
+    for stride, n in layout:
+        rest -= np.minimum(rest // stride, n - 1) * stride
+    return rest + size > itemsize
 
 
 @dataclass
@@ -84,10 +128,41 @@ class Memory:
 
     def __init__(self, fn, args: list, raise_at: Callable[[object, str], None]):
         names = [fn.arg_names[i] if i < len(fn.arg_names) else f"#{i}" for i in range(len(fn.args))]
-        self.spans = [array_span(n, a) for n, v, a in zip(names, fn.args, args) if isinstance(v.type, PointerType)]
-        self.arrays = [a for v, a in zip(fn.args, args) if isinstance(v.type, PointerType)]  # keep alive
+        self.positions = [i for i, v in enumerate(fn.args) if isinstance(v.type, PointerType)]
+        self.spans = [array_span(names[i], args[i], k) for k, i in enumerate(self.positions)]
+        self.arrays = [args[i] for i in self.positions]  # keep alive
+        # per span, then a last entry that holds nothing (for pointers of no argument)
+        self.los, self.his, self.deltas = (np.array([getattr(s, f) for s in self.spans] + [e], np.int64)
+                                           for f, e in (("lo", 1), ("hi", 0), ("delta", 0)))
         self.raise_at = raise_at
         self.views: dict[tuple, np.ndarray] = {}
+
+    # --- tagged pointers --------------------------------------------------------
+    def tag_arguments(self, values: list) -> list:
+        """The arguments' values (real addresses for pointers) with each pointer tagged as its own."""
+        out = list(values)
+        for i, span in zip(self.positions, self.spans):
+            out[i] = values[i] + span.delta
+        return out
+
+    def argument_of(self, tagged) -> np.ndarray:
+        """Which span each tagged pointer belongs to; ``len(spans)`` for none (region 0 or garbage)."""
+        k = (np.asarray(tagged, np.int64) >> REGION_BITS) - 1
+        return np.where((k >= 0) & (k < len(self.spans)), k, len(self.spans))
+
+    def real_addresses(self, tagged: np.ndarray) -> np.ndarray:
+        """The real addresses of tagged pointers (what ``ptr.to(tl.int64)`` gives)."""
+        return tagged - self.deltas[self.argument_of(tagged)]
+
+    def pointers_from_ints(self, real: np.ndarray) -> np.ndarray:
+        """Real addresses tagged with the argument holding each: one starting there first, then one
+        whose span holds it, then one ending there; in argument order.  Other addresses stay untagged."""
+        delta, found = np.zeros(real.shape, np.int64), np.zeros(real.shape, bool)
+        for holds in (lambda s: real == s.ptr, lambda s: (real >= s.lo) & (real < s.hi), lambda s: real == s.hi):
+            for span in self.spans:
+                hit = holds(span) & ~found
+                delta[hit], found = span.delta, found | hit
+        return real + delta
 
     # --- views ------------------------------------------------------------------
     def _view(self, span: Span, dtype: np.dtype) -> tuple[np.ndarray, int]:
@@ -106,70 +181,93 @@ class Memory:
         if acc.count == 0:
             return []
         dtype = memory_dtype(acc.elem)
-        fast = self._offsets_in_one_span(acc, dtype) if acc.offsets is not None else None
+        fast = self._offsets_in_argument(acc, dtype) if acc.offsets is not None else None
         if fast is not None:
             return [fast]
-        a, size = acc.addresses(), dtype.itemsize
-        first, last = int(a.min()), int(a.max())
-        span = self._single_span(a, first, last + size, size)
-        if span is None:
-            return self._resolve_many(op, acc, size)
-        view, base = self._view(span, dtype)
-        idx = _indices(a, base, size)
-        contiguous = _as_slice(idx, (first - base) // size, (last - base) // size, 0)
-        return [(view, idx if contiguous is None else contiguous, None)]
+        return self._resolve_by_argument(op, acc, dtype)
 
-    def _offsets_in_one_span(self, acc: Access, dtype: np.dtype):
-        """``(view, indices, None)`` when ``base + offsets`` is aligned and inside one span."""
-        size = dtype.itemsize
-        low, high = int(acc.offsets.min()), int(acc.offsets.max())
-        first, last = acc.base + low * size, acc.base + high * size + size
-        span = next((s for s in self.spans if s.lo <= first and last <= s.hi), None)
-        if span is None or acc.base % size:
+    def _offsets_in_argument(self, acc: Access, dtype: np.dtype):
+        """``(view, indices, None)`` when ``base + offsets`` is aligned and inside ``base``'s argument."""
+        k, size = int(self.argument_of(acc.base)), dtype.itemsize
+        if k == len(self.spans) or self.spans[k].layout is not None:
             return None
-        view, base = self._view(span, dtype)
-        shift = (acc.base - base) // size
+        span, base = self.spans[k], acc.base - self.spans[k].delta
+        low, high = int(acc.offsets.min()), int(acc.offsets.max())
+        if base % size or not (span.lo <= base + low * size and base + high * size + size <= span.hi):
+            return None
+        view, start = self._view(span, dtype)
+        shift = (base - start) // size
         contiguous = _as_slice(acc.offsets, low, high, shift)
         if contiguous is not None:
             return view, contiguous, None
         return view, (acc.offsets if shift == 0 else np.add(acc.offsets, shift, dtype=np.int64)), None
 
-    def _single_span(self, a: np.ndarray, lo: int, hi: int, size: int) -> Optional[Span]:
-        """The span holding bytes ``[lo, hi)`` of addresses ``a``, when they are aligned and share one."""
-        if size > 1 and np.bitwise_or.reduce(a) & (size - 1):
-            return None
-        return next((s for s in self.spans if s.lo <= lo and hi <= s.hi), None)
-
-    def _resolve_many(self, op, acc: Access, size: int):
-        order = sorted(range(len(self.spans)), key=lambda i: self.spans[i].lo)
-        starts = np.array([self.spans[i].lo for i in order], np.int64)
-        ends = np.array([self.spans[i].hi for i in order], np.int64)
-        a = acc.addresses()
-        k = np.maximum(np.searchsorted(starts, a, "right") - 1, 0)
-        ok = (a >= starts[k]) & (a + size <= ends[k]) & (a % size == 0) if len(starts) else np.zeros(a.shape, bool)
+    def _resolve_by_argument(self, op, acc: Access, dtype: np.dtype):
+        """Check each lane against the argument its pointer came from; group the lanes by argument."""
+        size, a = dtype.itemsize, acc.addresses()
+        k = self._arguments_of_lanes(acc, a)
+        real = a - self.deltas[k]
+        if np.ndim(k) == 0:
+            one = self._inside_one_argument(real, int(k), dtype)
+            if one is not None:
+                return [one]
+        k = np.broadcast_to(k, a.shape)
+        ok = (real >= self.los[k]) & (real + size <= self.his[k]) & (real % size == 0)
+        for j, span in enumerate(self.spans):
+            if span.layout is not None and (k == j).any():
+                lanes = np.flatnonzero(ok & (k == j))
+                ok[lanes] = ~between_elements(span.layout, real[lanes] - span.lo, size, self.arrays[j].itemsize)
         if not ok.all():
-            self._report(op, acc, int(np.argmin(ok)), size)
+            bad = int(np.argmin(ok))
+            self._report(op, acc, bad, size, int(k[bad]), int(real[bad]))
         groups = []
         for j in np.unique(k):
             pos = np.flatnonzero(k == j)
-            view, base = self._view(self.spans[order[j]], memory_dtype(acc.elem))
-            groups.append((view, _indices(a[pos], base, size), pos))
+            view, start = self._view(self.spans[j], dtype)
+            groups.append((view, _indices(real[pos], start, size), pos))
         return groups
 
-    def _report(self, op, acc: Access, pos: int, size: int) -> None:
-        addr = int(acc.addresses()[pos])
+    def _arguments_of_lanes(self, acc: Access, a: np.ndarray):
+        """The argument of each lane's pointer: for ``base + offsets`` ``base``'s, however far the
+        offsets go; else each address's own.  One int when every lane has the same (the usual case)."""
+        if acc.offsets is not None:
+            return int(self.argument_of(acc.base))
+        first, last = int(self.argument_of(a.min())), int(self.argument_of(a.max()))
+        return first if first == last else self.argument_of(a)
+
+    def _inside_one_argument(self, real: np.ndarray, k: int, dtype: np.dtype):
+        """``(view, indices, None)`` when real addresses ``real`` are aligned and inside argument
+        ``k``, which has no gaps between its elements (a cheap check: min, max and one OR)."""
+        size = dtype.itemsize
+        if k == len(self.spans) or self.spans[k].layout is not None:
+            return None
+        first, last = int(real.min()), int(real.max())
+        if first < self.spans[k].lo or last + size > self.spans[k].hi or np.bitwise_or.reduce(real) % size:
+            return None
+        view, start = self._view(self.spans[k], dtype)
+        idx = _indices(real, start, size)
+        contiguous = _as_slice(idx, (first - start) // size, (last - start) // size, 0)
+        return view, idx if contiguous is None else contiguous, None
+
+    def _report(self, op, acc: Access, pos: int, size: int, k: int, addr: int) -> None:
+        """Raise for lane ``pos``, at real address ``addr``, of a pointer of argument ``k``."""
         lane = int(acc.lanes[pos]) if acc.lanes is not None else pos
-        span = min(self.spans, key=lambda s: max(s.lo - addr, addr + size - s.hi, 0), default=None)
         who = f"({'masked-in ' if acc.masked else ''}lane of {acc.program_of(lane)})"
-        if span is None:
-            self.raise_at(op, f"{acc.what} out of bounds: address {addr:#x} with no pointer arguments {who}")
-        offset, rem = divmod(addr - span.ptr, size)
+        if k == len(self.spans):  # only an int cast to a pointer is untagged
+            self.raise_at(op, f"{acc.what} through a pointer made from an integer ({addr:#x}) that does not "
+                              f"point into any array passed to this launch {who}")
+        span = self.spans[k]
         if addr % size:
             self.raise_at(op, f"{acc.what} misaligned: `{span.name}` + {addr - span.ptr} bytes is not a multiple "
                               f"of {size} bytes ({acc.elem}) {who}")
-        count = (span.hi - span.ptr) // size
+        offset, count = (addr - span.ptr) // size, (span.hi - span.ptr) // size
+        if span.lo <= addr and addr + size <= span.hi:
+            strides, shape = self.arrays[k].strides, self.arrays[k].shape
+            self.raise_at(op, f"{acc.what} out of bounds: `{span.name}` + {offset} falls between the elements "
+                              f"of its strided view (shape {shape}, strides {strides} bytes) {who}")
         where = "is before its first element" if addr < span.lo else f"is past its {count} elements"
-        self.raise_at(op, f"{acc.what} out of bounds: `{span.name}` + {offset} {where} {who}")
+        self.raise_at(op, f"{acc.what} out of bounds: `{span.name}` + {offset} {where} {who}"
+                          f"{_int32_overflow_hint(offset, count)}")
 
     # --- accesses ---------------------------------------------------------------
     def load(self, op, acc: Access) -> np.ndarray:
@@ -201,6 +299,15 @@ class Memory:
                 update(from_memory(o, acc.elem), *(x[sel] for x in lane_ops)), acc.elem))
             old[slice(None) if pos is None else pos] = got
         return from_memory(old, acc.elem)
+
+
+def _int32_overflow_hint(offset: int, count: int) -> str:
+    """Advice when an out-of-bounds element offset looks like int32 arithmetic that wrapped:
+    negative yet in bounds ``2**32`` higher, or within a factor 2 of the int32 limits."""
+    if not (offset < 0 <= offset + 2 ** 32 < count or abs(offset) >= 2 ** 30):
+        return ""
+    return ("; the offset is probably an int32 overflow: compute it in 64 bits, "
+            "e.g. `pid.to(tl.int64) * stride`")
 
 
 def _as_slice(idx: np.ndarray, low: int, high: int, shift: int) -> Optional[slice]:

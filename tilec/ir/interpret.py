@@ -8,8 +8,9 @@ batch -- the batch splits: each side runs on the subset of programs that takes
 it, in a sub-frame that reads outer values restricted to its rows, and the
 results merge back.
 
-Memory is real: pointers are addresses into the argument arrays, checked on
-every access (``interp_memory``).  Programs of a chunk run in lockstep, so a
+Memory is real: pointers are addresses into the argument arrays, tagged with
+the argument they came from and checked against it on every access
+(``interp_memory``).  Programs of a chunk run in lockstep, so a
 kernel that waits on another program (a spin lock: ``atomic_cas``, or
 ``atomic_rmw`` ``xchg``) could never make progress; such kernels run one
 program at a time, in program order (x fastest, then y, then z).  Even so, a
@@ -29,7 +30,7 @@ from ..errors import InterpreterError, TilecError
 from . import ops as ir
 from .core import Block, Function, Op, Value, walk
 from .interp_dtypes import ADDRESS, compute_dtype, convert_constant, memory_dtype, to_memory
-from .interp_memory import Access, Memory
+from .interp_memory import REGION_BITS, Access, Memory
 from .interp_ops import PURE, elementwise_fn, evaluate_pure, registrar  # noqa: F401  (re-exported)
 from . import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
 from .types import PointerType, ScalarType, elem_type, shape_of
@@ -64,8 +65,9 @@ class Launch:
 
     def __init__(self, fn: Function, grid: tuple, args: list):
         self.fn, self.grid = fn, grid
-        self.arg_values = [_arg_value(fn, i, a) for i, a in enumerate(_check_arity(fn, args))]
+        values = [_arg_value(fn, i, a) for i, a in enumerate(_check_arity(fn, args))]
         self.memory = Memory(fn, args, self.raise_at)
+        self.arg_values = self.memory.tag_arguments(values)
         self.shared: dict[Value, np.ndarray] = {}  # local_alloc result -> its buffers (interp_gpu)
         ops = list(walk(fn.body))
         self.operands = {op: op.operands for op in ops}  # op.operands inspects fields: once per launch
@@ -309,7 +311,8 @@ def _offset_form(op, frame) -> Optional[tuple[int, np.ndarray]]:
     """``op.ptr`` as one base address plus element offsets, when it was built that way.
 
     Per-program bases (``x_ptr + pid * stride`` then ``+ offs``) fold into the
-    offsets relative to the lowest base, one int64 pass.
+    offsets relative to the lowest base, one int64 pass, when they are pointers
+    of one argument (the access is checked against the lowest base's).
     """
     lazy = frame.pointers.get(op.ptr)
     if lazy is None:
@@ -318,7 +321,7 @@ def _offset_form(op, frame) -> Optional[tuple[int, np.ndarray]]:
         return int(lazy.base[0]), lazy.offset
     low = int(lazy.base.min())
     rows, rem = np.divmod(lazy.base - low, lazy.size)
-    if rem.any():
+    if rem.any() or int(lazy.base.max()) >> REGION_BITS != low >> REGION_BITS:
         return None
     return low, lazy.offset + rows.reshape(rows.shape + (1,) * (lazy.offset.ndim - 1))
 
@@ -420,6 +423,20 @@ def _atomic_cas(op, frame):
     frame.bind(op.results, [_scatter_lanes(shape, acc, old, 0)])
 
 
+@runs(ir.Cast, ir.Bitcast)
+def _cast(op, frame):
+    """The ``cast`` rules, except that an address changes form: an int holds the real
+    address, a pointer the tagged one (``interp_memory``)."""
+    memory, x = frame.launch.memory, frame[op.src]
+    src, dst = elem_type(op.src.type), elem_type(op.result.type)
+    if isinstance(src, PointerType) and not isinstance(dst, PointerType):
+        x = memory.real_addresses(x)
+    (y,) = PURE[type(op)](op, [x])
+    if isinstance(dst, PointerType) and not isinstance(src, PointerType):
+        y = memory.pointers_from_ints(y)
+    frame.bind(op.results, [y])
+
+
 # --------------------------------------------------------------------------- #
 # Debugging and hints
 # --------------------------------------------------------------------------- #
@@ -432,7 +449,9 @@ def _format(x: np.ndarray, hex_: bool) -> str:
 
 @runs(ir.Print)
 def _print(op, frame):
-    values = [frame[v] for v in op.values]
+    memory = frame.launch.memory
+    values = [memory.real_addresses(frame[v]) if isinstance(elem_type(v.type), PointerType) else frame[v]
+              for v in op.values]
     for row, pid in enumerate(frame.pids):
         shown = " ".join(_format(v[min(row, v.shape[0] - 1)], op.hex) for v in values)
         print(f"pid ({pid[0]}, {pid[1]}, {pid[2]}) {op.prefix}: {shown}")

@@ -485,9 +485,7 @@ def _cast(a: _Analysis, op: ir.Cast):
     src, dst = elem_type(op.src.type), op.to
     x = a.get(op.src)
     if isinstance(src, PointerType) or isinstance(dst, PointerType):
-        if all(isinstance(t, PointerType) or t.bits == 64 for t in (src, dst)):
-            return x   # the address is kept
-        return _make(op.result, [1] * x.rank, [1] * x.rank, x.constancy)
+        return _address_cast(op, src, dst, x)
     if not (src.is_int and dst.is_int) or src.is_bool or dst.is_bool:
         return _make(op.result, [1] * x.rank, [1] * x.rank, x.constancy)
     nonneg = a.is_nonneg(op.src)
@@ -499,6 +497,20 @@ def _cast(a: _Analysis, op: ir.Cast):
     cont = x.contiguity if keeps_runs else (1,) * x.rank
     div = x.divisibility if keeps_runs else tuple(_div_at(x, d, 1) for d in range(x.rank))
     return _make(op.result, cont, div, x.constancy)
+
+
+def _address_cast(op: ir.Cast, src, dst, x: AxisInfo) -> AxisInfo:
+    """A cast to or from a pointer keeps the address, so its alignment (divisibility, in
+    bytes both ways) and its equal runs survive.  A run survives only between pointers to
+    elements of one size: consecutive ints are one byte apart and consecutive pointers one
+    element, so a pointer made from an integer (or from a pointer to another size) is never
+    taken for contiguous: no vector access spans lanes whose pointers are unrelated."""
+    rank = x.rank
+    if not all(isinstance(t, PointerType) or t.bits == 64 for t in (src, dst)):
+        return _make(op.result, [1] * rank, [1] * rank, x.constancy)
+    if isinstance(src, PointerType) and isinstance(dst, PointerType) and src.elem.bytes == dst.elem.bytes:
+        return x
+    return _make(op.result, [1] * rank, [_div_at(x, d, 1) for d in range(rank)], x.constancy)
 
 
 @rule(ir.AddPtr)
