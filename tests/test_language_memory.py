@@ -53,6 +53,27 @@ def test_load_other_may_be_a_tensor():
     np.testing.assert_array_equal(z, np.where(np.arange(16) < 9, x, y))
 
 
+
+@tilec.jit
+def other_row_kernel(x_ptr, z_ptr, n, BM: tl.constexpr, BN: tl.constexpr):
+    """A 2-D masked load whose ``other`` is one row, broadcast down the tile."""
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    row = tl.arange(0, BN)[None, :] * 1.0 - 100.0
+    tl.store(z_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=row))
+
+
+@PROPERTY
+@given(n=st.integers(0, 32), bm=st.sampled_from([1, 2, 4]), bn=st.sampled_from([2, 8]))
+def test_load_other_broadcast_along_rows(n, bm, bn):
+    """Masked-in lanes keep the loaded values when ``other`` has another layout than the
+    tile (the interpreter once filled the whole tile with ``other``)."""
+    x = np.arange(bm * bn, dtype=np.float32) + 1
+    z = np.zeros(bm * bn, np.float32)
+    other_row_kernel[(1,)](x, z, n, BM=bm, BN=bn)
+    lanes = np.arange(bm * bn)
+    np.testing.assert_array_equal(z, np.where(lanes < n, x, lanes % bn - 100.0))
+
+
 @tilec.jit
 def tile2d_kernel(x_ptr, z_ptr, M, N, stride_xm, stride_xn, stride_zm, stride_zn,
                   BM: tl.constexpr, BN: tl.constexpr):
