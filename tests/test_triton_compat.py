@@ -132,12 +132,13 @@ def test_probing_for_a_missing_name_answers_false():
 
 
 def test_uninstall_leaves_no_trace():
-    meta_path, import_ = list(sys.meta_path), builtins.__import__
+    meta_path, import_, find_spec = list(sys.meta_path), builtins.__import__, importlib.util.find_spec
     with triton_alias():
         compat.install()  # a second install changes nothing
         import triton.language.extra  # noqa: F401
     compat.uninstall()  # nor does a second uninstall
-    assert sys.meta_path == meta_path and builtins.__import__ is import_ and not compat.installed()
+    assert sys.meta_path == meta_path and not compat.installed()
+    assert builtins.__import__ is import_ and importlib.util.find_spec is find_spec
     assert not [name for name in sys.modules if name.split(".")[0] == "triton"]
     assert not hasattr(tilec.language, "extra")
     if importlib.util.find_spec("triton") is None:
@@ -181,6 +182,20 @@ def test_torchs_own_imports_find_no_triton(importer):
             with pytest.raises(ModuleNotFoundError, match="No module named 'triton"):
                 exec(statement, {"__name__": importer})
         exec("import triton.language", {"__name__": "torch_user_library"})  # not torch's: gets tilec
+
+
+@pytest.mark.parametrize("imported", [False, True])
+def test_torchs_spec_queries_find_no_triton(imported):
+    """``importlib.util.find_spec("triton") is None`` is torch's other way to ask."""
+    query = "import importlib.util\nspec = importlib.util.find_spec({!r})"
+    with triton_alias():
+        if imported:
+            import triton  # noqa: F401
+        for name in ("triton", "triton.language"):
+            asked = {"__name__": "torch.cuda"}
+            exec(query.format(name), asked)
+            assert asked["spec"] is None
+        assert importlib.util.find_spec("triton") is not None  # everyone else finds the alias
 
 
 # --- the command ------------------------------------------------------------------

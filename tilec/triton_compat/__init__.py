@@ -14,11 +14,14 @@ included: while the hook is on, it is unreachable).  ``uninstall()`` takes the
 hook and every module it made out of the process again.
 
 torch: torch decides whether it has a Triton to generate code for by trying
-``import triton`` (``torch.utils._triton.has_triton_package``, cached) and a few
-``import triton...`` probes of its own.  tilec is not a Triton that inductor
-can drive, so an import of ``triton`` *made by torch's own modules* fails here
-as it would without Triton (``hidden_from_importer``): ``torch.compile`` keeps
-its non-Triton backends while user code in the same process gets tilec.
+``import triton`` (``torch.utils._triton.has_triton_package``, cached), a few
+``import triton...`` probes and ``importlib.util.find_spec("triton")``.  tilec
+is not a Triton that inductor can drive, so when *torch's own modules* ask
+(``hidden_from_importer``) they get the answers of a process without Triton:
+the import fails, the spec query gives None (``PATCHES`` wraps the two entry
+points, since once user code imported the alias ``sys.modules`` answers
+without asking any finder).  ``torch.compile`` keeps its non-Triton backends
+while user code in the same process gets tilec.
 """
 from __future__ import annotations
 
@@ -26,16 +29,17 @@ import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 import types
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import names
 
 # Packages whose own imports of ``triton`` must not find the alias (see the module docstring).
 HIDDEN_FROM = ("torch", "functorch", "torchgen")
 
-_state: dict[str, Any] = {"finder": None, "import": None}
+_state: dict[str, Any] = {"finder": None, "patched": None}
 
 
 def _is_triton(name: str) -> bool:
@@ -100,13 +104,30 @@ def _missing_attribute(module_name: str):
     return __getattr__
 
 
-def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+def _hiding_import(original: Callable) -> Callable:
     """``builtins.__import__`` while installed: torch's ``import triton...`` fails as
     without Triton even once user code has imported the alias (then ``sys.modules``
     holds it and no finder is asked)."""
-    if level == 0 and _is_triton(name) and hidden_from_importer(globals):
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    return _state["import"](name, globals, locals, fromlist, level)
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and _is_triton(name) and installed() and hidden_from_importer(globals):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return original(name, globals, locals, fromlist, level)
+    return __import__
+
+
+def _hiding_find_spec(original: Callable) -> Callable:
+    """``importlib.util.find_spec`` while installed: None for torch's spec queries
+    (``find_spec("triton") is None`` is how parts of torch ask), which would
+    otherwise see the alias in ``sys.modules`` or get this finder's refusal."""
+    def find_spec(name, package=None):
+        if _is_triton(name) and installed() and hidden_from_importer(sys._getframe(1).f_globals):
+            return None
+        return original(name, package)
+    return find_spec
+
+
+# The two ways torch asks for ``triton``, wrapped while the hook is installed.
+PATCHES = ((builtins, "__import__", _hiding_import), (importlib.util, "find_spec", _hiding_find_spec))
 
 
 def installed() -> bool:
@@ -126,7 +147,11 @@ def install() -> None:
                           f"({getattr(sys.modules['triton'], '__file__', None)}); install before anything imports triton")
     _state["finder"] = TritonFinder()
     sys.meta_path.insert(0, _state["finder"])
-    _state["import"], builtins.__import__ = builtins.__import__, _guarded_import
+    _state["patched"] = []
+    for owner, attribute, wrap in PATCHES:
+        wrapper = wrap(getattr(owner, attribute))
+        _state["patched"].append((owner, attribute, getattr(owner, attribute), wrapper))
+        setattr(owner, attribute, wrapper)
 
 
 def uninstall() -> None:
@@ -135,10 +160,12 @@ def uninstall() -> None:
     if not installed():
         return
     sys.meta_path.remove(_state["finder"])
-    builtins.__import__ = _state["import"]
+    for owner, attribute, original, wrapper in _state["patched"]:
+        if getattr(owner, attribute) is wrapper:  # else someone wrapped it since: ours stays, inert
+            setattr(owner, attribute, original)
     for name in [n for n in sys.modules if _is_triton(n)]:
         del sys.modules[name]
     language = sys.modules.get("tilec.language")
     if getattr(getattr(language, "extra", None), "__name__", "") == "triton.language.extra":
         del language.extra
-    _state["finder"] = _state["import"] = None
+    _state["finder"] = _state["patched"] = None
