@@ -290,3 +290,37 @@ def test_torch_compile_keeps_working_and_sees_no_triton(tmp_path):
                           text=True, cwd=tmp_path, timeout=600,
                           env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])))
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+GPU_SCRIPT = '''
+import triton, triton.language as tl
+import torch
+from torch.utils._triton import has_triton
+from triton.runtime import driver
+
+@triton.jit
+def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 3 - 1, mask=m)
+
+x = torch.randn(1000, device="cuda")     # torch.cuda's lazy init asks find_spec("triton")
+out = torch.empty_like(x)
+scale[(triton.cdiv(1000, 128),)](x, out, 1000, BLOCK=128)
+assert torch.equal(out, x * 3 - 1)
+target = driver.active.get_current_target()
+assert target.backend == "cuda" and target.arch == torch.cuda.get_device_capability()[0] * 10 + torch.cuda.get_device_capability()[1]
+assert driver.active.get_active_torch_device() == x.device
+assert not has_triton()
+f = torch.compile(lambda a: torch.sin(a) + 1, backend="aot_eager")
+assert torch.allclose(f(x), torch.sin(x) + 1)
+print("ok")
+'''
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_triton_code_runs_and_torch_keeps_working(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "on_gpu.py").write_text(GPU_SCRIPT)
+    done = run_python("-m", "tilec.triton_compat", "on_gpu.py", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
