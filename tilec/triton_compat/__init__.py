@@ -26,6 +26,7 @@ while user code in the same process gets tilec.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -39,7 +40,7 @@ from . import names
 # Packages whose own imports of ``triton`` must not find the alias (see the module docstring).
 HIDDEN_FROM = ("torch", "functorch", "torchgen")
 
-_state: dict[str, Any] = {"finder": None, "patched": None}
+_state: dict[str, Any] = {"finder": None, "patched": None, "explained": None}
 
 
 def _is_triton(name: str) -> bool:
@@ -79,7 +80,7 @@ class TritonFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         call, so the alias is the tilec module itself and keeps its own ``__spec__``."""
         name = module.__name__
         if name in names.ALIASES:
-            sys.modules[name] = importlib.import_module(names.ALIASES[name])
+            sys.modules[name] = _explain_missing(importlib.import_module(names.ALIASES[name]), name)
             return
         module.__dict__.update(names.exports(name))
         module.__getattr__ = _missing_attribute(name)
@@ -95,9 +96,22 @@ def _importer_globals() -> Optional[dict]:
     return frame.f_globals if frame is not None else None
 
 
-def _missing_attribute(module_name: str):
-    """A module ``__getattr__`` whose AttributeError says the name is not provided (yet)."""
+def _explain_missing(module: types.ModuleType, triton_name: str) -> types.ModuleType:
+    """``module`` (a tilec module aliased as ``triton_name``), its missing names now
+    explained by ``_missing_attribute``; ``uninstall`` puts its own ``__getattr__`` back."""
+    original = module.__dict__.get("__getattr__")
+    _state["explained"].append((module, original))
+    module.__getattr__ = _missing_attribute(triton_name, original)
+    return module
+
+
+def _missing_attribute(module_name: str, original: Optional[Callable] = None):
+    """A module ``__getattr__`` whose AttributeError says the name is not provided
+    (yet), asking the module's own ``__getattr__`` (``original``) first."""
     def __getattr__(name: str) -> Any:
+        if original is not None:
+            with contextlib.suppress(AttributeError):
+                return original(name)
         if name.startswith("__"):  # probes like __path__ / __file__ keep Python's meaning
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
         raise AttributeError(names.missing(f"{module_name}.{name}"))
@@ -145,9 +159,8 @@ def install() -> None:
     if "triton" in sys.modules:
         raise ImportError("tilec.triton_compat.install(): a `triton` module is already imported "
                           f"({getattr(sys.modules['triton'], '__file__', None)}); install before anything imports triton")
-    _state["finder"] = TritonFinder()
+    _state.update(finder=TritonFinder(), explained=[], patched=[])
     sys.meta_path.insert(0, _state["finder"])
-    _state["patched"] = []
     for owner, attribute, wrap in PATCHES:
         wrapper = wrap(getattr(owner, attribute))
         _state["patched"].append((owner, attribute, getattr(owner, attribute), wrapper))
@@ -163,9 +176,20 @@ def uninstall() -> None:
     for owner, attribute, original, wrapper in _state["patched"]:
         if getattr(owner, attribute) is wrapper:  # else someone wrapped it since: ours stays, inert
             setattr(owner, attribute, original)
+    for module, original in _state["explained"]:
+        if original is None:
+            module.__dict__.pop("__getattr__", None)
+        else:
+            module.__getattr__ = original
+    _forget_triton_modules()
+    _state.update(finder=None, patched=None, explained=None)
+
+
+def _forget_triton_modules() -> None:
+    """Drop every ``triton`` module from ``sys.modules``, and ``tilec.language.extra``
+    (the import system set it when ``triton.language.extra`` was imported)."""
     for name in [n for n in sys.modules if _is_triton(n)]:
         del sys.modules[name]
     language = sys.modules.get("tilec.language")
     if getattr(getattr(language, "extra", None), "__name__", "") == "triton.language.extra":
         del language.extra
-    _state["finder"] = _state["patched"] = None

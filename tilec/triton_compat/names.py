@@ -14,13 +14,13 @@ from typing import Any
 # The Triton release whose language tilec follows (libraries gate code paths on it).
 TRITON_VERSION = "3.6.0"
 
-# Triton module name -> the tilec module that IS it (same object).
+# Triton module name -> the tilec module that IS it (same object; while the hook
+# is installed it also answers a missing name with ``missing``'s message).
 ALIASES = {
     "triton.language": "tilec.language",
     "triton.language.core": "tilec.language.core",
     "triton.language.math": "tilec.language.math",
     "triton.language.standard": "tilec.language.standard",
-    "triton.testing": "tilec.testing",
     "triton.runtime.driver": "tilec.runtime.driver",
 }
 
@@ -49,6 +49,7 @@ EXPORTS: dict[str, dict[str, str]] = {
     "triton.runtime.errors": {"InterpreterError": "tilec:InterpreterError", "OutOfResources": "tilec:OutOfResources"},
     "triton.compiler": {"CompilationError": "tilec:CompilationError", "CompiledKernel": "tilec:CompiledKernel"},
     "triton.compiler.errors": {"CompilationError": "tilec:CompilationError"},
+    "triton.testing": {"do_bench": "tilec.testing:do_bench"},
     "triton.language.extra": {},
     "triton.language.extra.cuda": {},
     "triton.language.extra.libdevice": {},
