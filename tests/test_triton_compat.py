@@ -68,6 +68,35 @@ def test_a_kernel_written_for_triton_runs_on_tilec(data, n, dtype, block):
     assert_close(from_host(out), want, dtype)
 
 
+class Launcher(triton.KernelInterface):
+    """How Triton libraries wrap a kernel: a KernelInterface whose ``run`` adds arguments."""
+
+    def __init__(self, kernel):
+        self.kernel, self.calls = kernel, []
+
+    def run(self, *args, grid, warmup, **kwargs):
+        self.calls.append(warmup)
+        return self.kernel[grid](*args, **kwargs, BLOCK=64)
+
+
+@given(data=st.data(), n=st.integers(0, 200))
+def test_a_kernel_interface_subclass_launches_like_tritons(data, n):
+    x = data.draw(values("float32", n))
+    out = np.zeros(n, np.float32)
+    launcher = Launcher(floor_or_abs)
+    launcher[(triton.cdiv(n, 64),)](x, out, n)
+    assert launcher.calls == [False]  # Triton's __getitem__ passes warmup=False
+    with np.errstate(invalid="ignore"):
+        assert_close(out, np.where(x > 0, np.floor(x), np.abs(x)), "float32")
+
+
+def test_tilecs_kernels_are_kernel_interfaces():
+    assert isinstance(floor_or_abs, triton.KernelInterface)
+    assert isinstance(triton.autotune([triton.Config({})], key=[])(floor_or_abs), triton.KernelInterface)
+    with pytest.raises(TypeError, match="abstract"):
+        type("NoRun", (triton.KernelInterface,), {})()
+
+
 def test_triton_names_are_tilecs_objects():
     with triton_alias():
         import triton.runtime.autotuner
