@@ -29,6 +29,13 @@ def main(argv: list[str]) -> int:
         print(f"python -m tilec.triton_compat: can't open file {argv[0]!r}: no such file", file=sys.stderr)
         return 2
     install()
+    run(argv)
+    return 0
+
+
+def run(argv: list[str]) -> None:
+    """Run ``script.py args...`` or ``-m module args...`` as ``__main__``, with
+    ``sys.argv`` and ``sys.path[0]`` set as ``python`` itself sets them."""
     if argv[0] == "-m":
         sys.argv = argv[1:]
         sys.path[0] = os.getcwd()
@@ -37,7 +44,6 @@ def main(argv: list[str]) -> int:
         sys.argv = argv
         sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
         runpy.run_path(argv[0], run_name="__main__")
-    return 0
 
 
 if __name__ == "__main__":

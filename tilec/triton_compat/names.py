@@ -31,7 +31,7 @@ EXPORTS: dict[str, dict[str, str]] = {
         "Config": "tilec:Config", "heuristics": "tilec:heuristics", "cdiv": "tilec:cdiv",
         "next_power_of_2": "tilec:next_power_of_2", "CompilationError": "tilec:CompilationError",
         "OutOfResources": "tilec:OutOfResources", "TritonError": "tilec:TilecError",
-        "KernelInterface": "tilec.runtime:KernelInterface",
+        "KernelInterface": "tilec.runtime:KernelInterface", "__version__": "tilec.triton_compat.names:TRITON_VERSION",
     },
     "triton.runtime": {
         "JITFunction": "tilec:JITFunction", "Autotuner": "tilec.autotune:Autotuner",
@@ -94,8 +94,6 @@ def exports(module_name: str) -> dict[str, Any]:
     if module_name in LIBDEVICE_MODULES:
         math = importlib.import_module("tilec.language.math")
         names.update({name: getattr(math, name) for name in LIBDEVICE_NAMES if hasattr(math, name)})
-    if module_name == "triton":
-        names["__version__"] = TRITON_VERSION
     return names
 
 
