@@ -326,6 +326,36 @@ def test_torch_compile_keeps_working_and_sees_no_triton(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
+DEVICE_QUERY_SCRIPT = '''
+import torch, triton, triton.language as tl
+from triton.runtime import driver
+
+DEVICE = triton.runtime.driver.active.get_active_torch_device()   # how Triton's tutorials pick a device
+properties = driver.active.utils.get_device_properties(DEVICE.index)
+assert properties["multiprocessor_count"] >= 1 and properties["warpSize"] == 32
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+x, y = torch.rand(9843, device=DEVICE), torch.rand(9843, device=DEVICE)
+out = torch.empty_like(x)
+add[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK_SIZE"]),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
+assert torch.equal(out, x + y)
+print(DEVICE.type)
+'''
+
+
+def test_a_script_that_asks_the_driver_for_its_device_runs_where_tilec_runs(tmp_path):
+    torch = pytest.importorskip("torch")
+    (tmp_path / "tutorial.py").write_text(DEVICE_QUERY_SCRIPT)
+    done = run_python("-m", "tilec.triton_compat", "tutorial.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
 GPU_SCRIPT = '''
 import triton, triton.language as tl
 import torch
