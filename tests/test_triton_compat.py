@@ -179,6 +179,15 @@ def test_uninstall_leaves_no_trace():
             import triton  # noqa: F401
 
 
+def test_uninstall_puts_back_a_tilec_language_extra_of_tilecs_own(monkeypatch):
+    own = type(sys)("tilec.language.extra")
+    monkeypatch.setattr(tilec.language, "extra", own, raising=False)
+    with triton_alias():
+        import triton.language.extra
+        assert tilec.language.extra is triton.language.extra is not own
+    assert tilec.language.extra is own
+
+
 def test_install_refuses_when_a_triton_is_already_imported(monkeypatch):
     monkeypatch.setitem(sys.modules, "triton", type(sys)("triton"))
     meta_path = list(sys.meta_path)

@@ -35,12 +35,14 @@ import sys
 import types
 from typing import Any, Callable, Optional
 
+import tilec.language
+
 from . import names
 
 # Packages whose own imports of ``triton`` must not find the alias (see the module docstring).
 HIDDEN_FROM = ("torch", "functorch", "torchgen")
 
-_state: dict[str, Any] = {"finder": None, "patched": None, "explained": None}
+_state: dict[str, Any] = {"finder": None, "patched": None, "explained": None, "language_extra": None}
 
 
 def _is_triton(name: str) -> bool:
@@ -159,7 +161,7 @@ def install() -> None:
     if "triton" in sys.modules:
         raise ImportError("tilec.triton_compat.install(): a `triton` module is already imported "
                           f"({getattr(sys.modules['triton'], '__file__', None)}); install before anything imports triton")
-    _state.update(finder=TritonFinder(), explained=[], patched=[])
+    _state.update(finder=TritonFinder(), explained=[], patched=[], language_extra=vars(tilec.language).get("extra"))
     sys.meta_path.insert(0, _state["finder"])
     for owner, attribute, wrap in PATCHES:
         wrapper = wrap(getattr(owner, attribute))
@@ -182,14 +184,16 @@ def uninstall() -> None:
         else:
             module.__getattr__ = original
     _forget_triton_modules()
-    _state.update(finder=None, patched=None, explained=None)
+    _state.update(finder=None, patched=None, explained=None, language_extra=None)
 
 
 def _forget_triton_modules() -> None:
-    """Drop every ``triton`` module from ``sys.modules``, and ``tilec.language.extra``
-    (the import system set it when ``triton.language.extra`` was imported)."""
+    """Drop every ``triton`` module from ``sys.modules``, and put back what
+    ``tilec.language.extra`` was (the import system sets it to ours when
+    ``triton.language.extra`` is imported)."""
     for name in [n for n in sys.modules if _is_triton(n)]:
         del sys.modules[name]
-    language = sys.modules.get("tilec.language")
-    if getattr(getattr(language, "extra", None), "__name__", "") == "triton.language.extra":
-        del language.extra
+    if _state["language_extra"] is None:
+        vars(tilec.language).pop("extra", None)
+    else:
+        tilec.language.extra = _state["language_extra"]
