@@ -379,7 +379,7 @@ def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 x = torch.randn(1000, device="cuda")     # torch.cuda's lazy init asks find_spec("triton")
 out = torch.empty_like(x)
 scale[(triton.cdiv(1000, 128),)](x, out, 1000, BLOCK=128)
-assert torch.equal(out, x * 3 - 1)
+torch.testing.assert_close(out, x * 3 - 1)  # a GPU may fuse the two into one fma
 target = driver.active.get_current_target()
 assert target.backend == "cuda" and target.arch == torch.cuda.get_device_capability()[0] * 10 + torch.cuda.get_device_capability()[1]
 assert driver.active.get_active_torch_device() == x.device
