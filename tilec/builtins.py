@@ -118,7 +118,16 @@ def pointer_arg(ctx, value, fname: str) -> Tensor:
 
 
 def fit_to(ctx, x: Tensor, shape: tuple, what: str, fname: str) -> Tensor:
-    """``x`` broadcast to the pointer's ``shape`` (never the pointer to ``x``'s)."""
+    """``x`` broadcast to the pointer's ``shape`` (never the pointer to ``x``'s).
+
+    As Triton, a scalar splats but a tile must have the pointer's rank: only
+    its size-1 dims repeat.  numpy's rule would also add leading dims, so a
+    (4, 4) value stored through a (4, 4, 4) pointer would silently write the
+    same 16 values four times."""
+    if x.shape and len(x.shape) != len(shape):
+        raise TypingError(f"`{fname}`: {what} of shape {x.shape} does not fit the pointer's shape {shape}: "
+                          f"a tile must have the pointer's rank ({len(shape)}), only its size-1 dims are "
+                          "broadcast; add the missing dims explicitly (x[None, :], tl.reshape or tl.broadcast_to)")
     try:
         return broadcast_to(ctx, x, shape)
     except TypingError:

@@ -356,7 +356,7 @@ def _scatter_lanes(shape: tuple, acc: Access, flat: np.ndarray, fill) -> np.ndar
     """A ``shape`` array holding ``flat`` at the masked-in lanes and ``fill`` elsewhere."""
     if acc.lanes is None:
         return flat.reshape(shape)
-    out = np.array(np.broadcast_to(fill, shape), dtype=flat.dtype)
+    out = np.array(np.broadcast_to(fill, shape), dtype=flat.dtype, order="C")  # reshape(-1) must be a view
     out.reshape(-1)[acc.lanes] = flat
     return out
 
