@@ -280,6 +280,21 @@ def test_builtin_errors(make, message):
         make(FakeCtx())
 
 
+def test_tiles_up_to_two_to_the_twenty_elements_are_made_and_no_larger():
+    """Triton's TRITON_MAX_TENSOR_NUMEL, kept wherever a tile is made."""
+    c = FakeCtx()
+    assert call(c, tl.arange, 0, 2**20).shape == (2**20,)
+    r = call(c, tl.arange, 0, 1024)
+    square = semantic.binary(c, "add", semantic.subscript(c, r, (None, slice(None))),
+                             semantic.subscript(c, r, (slice(None), None)))
+    assert square.shape == (1024, 1024)
+    cube = semantic.subscript(c, square, (slice(None), slice(None), None))
+    for make in (lambda: call(c, tl.arange, 0, 2**21), lambda: call(c, tl.zeros, (2, 2**20), tl.int8),
+                 lambda: semantic.binary(c, "add", cube, tile(c, ir.i32, (1, 1, 2)))):
+        with pytest.raises(CompilationError, match="more than the limit of 1048576"):
+            make()
+
+
 def test_builtin_result_types():
     c = FakeCtx()
     assert call(c, tl.sum, tile(c, ir.i8, (4, 8)), 1).type == ir.TileType((4,), ir.i32)

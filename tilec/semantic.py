@@ -115,9 +115,22 @@ class Tensor(tl.tensor):
         return f"Tensor({self.handle.type})"
 
 
+MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
+
+
 def emit(ctx, cls: type, **fields) -> Tensor:
-    """Append a one-result op built from ``fields`` and wrap its result."""
-    return Tensor(ctx.builder.value(cls, **fields))
+    """Append a one-result op built from ``fields`` and wrap its result.
+
+    Every tile the front end makes passes here (arange, full, reshape,
+    broadcast, dot...), so this is where the size limit is kept: past it
+    the back end's straight-line code grows without bound (a 2**24 tile ran
+    for minutes and gigabytes), and Triton refuses such tiles too."""
+    result = Tensor(ctx.builder.value(cls, **fields))
+    if result.numel > MAX_TILE_NUMEL:
+        raise TypingError(f"a tile of shape {result.shape} has {result.numel} elements, more than the limit of "
+                          f"{MAX_TILE_NUMEL} (2**20, as in Triton); split the work into smaller blocks, in a loop "
+                          "or over more programs")
+    return result
 
 
 def describe(x: Any) -> str:
