@@ -104,3 +104,16 @@ def test_a_vector_add_over_the_limit_is_refused_at_once_for_sm_90(block):
     with pytest.raises(CompilationError, match=f"{block} elements, more than the limit of {LIMIT}"):
         add_kernel.compile(x, x, x, 16, BLOCK=block, target="sm_90")
     assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("short", [0, 3], ids=["aligned", "ragged"])
+def test_a_two_to_the_fourteen_vector_add_compiles_for_sm_90_in_bounded_time(short):
+    """A legal large tile compiles in bounded time.  A ragged length defeats
+    vectorization, so each element gets its own guarded access: the worst case
+    for LLVM's NVPTX backend, whose cost grows faster than linearly in the
+    accesses per thread (docs/internals.md, "Compile time of large tiles")."""
+    x = np.zeros(16, np.float32)
+    start = time.perf_counter()
+    compiled = add_kernel.compile(x, x, x, 2**14 - short, BLOCK=2**14, target="sm_90")
+    assert time.perf_counter() - start < 60
+    assert "ld.global" in compiled.asm["ptx"]
