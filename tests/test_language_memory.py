@@ -75,6 +75,26 @@ def test_load_other_broadcast_along_rows(n, bm, bn):
 
 
 @tilec.jit
+def broadcast_other_kernel(x_ptr, z_ptr, rows, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    offs = r[:, None] * BLOCK + r[None, :]
+    x = tl.load(x_ptr + offs, mask=r[:, None] < rows, other=-r[None, :])
+    tl.store(z_ptr + offs, x)
+
+
+@PROPERTY
+@given(rows=st.integers(0, 8))
+def test_load_other_broadcast_from_a_row_keeps_the_loaded_lanes(rows):
+    """``other`` broadcast along a dim (a strided view on the interpreter) fills only the masked-out lanes
+    (the interpreter's fill copy kept the view's strides, so the loaded lanes were lost)."""
+    x = np.arange(64, dtype=np.int32) + 100
+    z = np.zeros(64, np.int32)
+    broadcast_other_kernel[(1,)](x, z, rows, BLOCK=8)
+    want = np.where(np.arange(8)[:, None] < rows, x.reshape(8, 8), -np.arange(8)[None, :])
+    np.testing.assert_array_equal(z.reshape(8, 8), want)
+
+
+@tilec.jit
 def tile2d_kernel(x_ptr, z_ptr, M, N, stride_xm, stride_xn, stride_zm, stride_zn,
                   BM: tl.constexpr, BN: tl.constexpr):
     """Copies an M x N matrix through BM x BN tiles, writing it transposed."""

@@ -280,6 +280,46 @@ def test_builtin_errors(make, message):
         make(FakeCtx())
 
 
+def test_tiles_up_to_two_to_the_twenty_elements_are_made_and_no_larger():
+    """Triton's TRITON_MAX_TENSOR_NUMEL, kept wherever a tile is made."""
+    c = FakeCtx()
+    assert call(c, tl.arange, 0, 2**20).shape == (2**20,)
+    r = call(c, tl.arange, 0, 1024)
+    square = semantic.binary(c, "add", semantic.subscript(c, r, (None, slice(None))),
+                             semantic.subscript(c, r, (slice(None), None)))
+    assert square.shape == (1024, 1024)
+    cube = semantic.subscript(c, square, (slice(None), slice(None), None))
+    for make in (lambda: call(c, tl.arange, 0, 2**21), lambda: call(c, tl.zeros, (2, 2**20), tl.int8),
+                 lambda: semantic.binary(c, "add", cube, tile(c, ir.i32, (1, 1, 2)))):
+        with pytest.raises(CompilationError, match="more than the limit of 1048576"):
+            make()
+
+
+shapes = st.lists(st.sampled_from([1, 2, 4]), min_size=0, max_size=3).map(tuple)
+
+
+@SETTINGS
+@given(ptr_shape=shapes.filter(bool), value_shape=shapes, mask_shape=shapes)
+def test_memory_operands_fit_the_pointer_only_at_its_rank(ptr_shape, value_shape, mask_shape):
+    """A scalar splats; a tile must have the pointer's rank, and its dims equal the
+    pointer's or be 1 (Triton's rule; numpy's would also add leading dims)."""
+    def fits(shape):
+        return not shape or (len(shape) == len(ptr_shape) and all(d in (1, p) for d, p in zip(shape, ptr_shape)))
+
+    c = FakeCtx()
+    ptr = tile(c, ir.PointerType(ir.f32), ptr_shape)
+    args = {"value": tile(c, ir.f32, value_shape), "mask": tile(c, ir.i1, mask_shape)}
+    if fits(value_shape) and fits(mask_shape):
+        call(c, tl.store, ptr, **args)
+        call(c, tl.atomic_add, ptr, args["value"], mask=args["mask"])
+    else:
+        for make in (lambda: call(c, tl.store, ptr, **args),
+                     lambda: call(c, tl.load, ptr, mask=args["mask"], other=args["value"]),
+                     lambda: call(c, tl.atomic_add, ptr, args["value"], mask=args["mask"])):
+            with pytest.raises(CompilationError, match="does not fit the pointer's shape"):
+                make()
+
+
 def test_builtin_result_types():
     c = FakeCtx()
     assert call(c, tl.sum, tile(c, ir.i8, (4, 8)), 1).type == ir.TileType((4,), ir.i32)

@@ -15,7 +15,6 @@ creation, casts, memory, atomics and debugging; ``builtins_math``,
 from __future__ import annotations
 
 import inspect
-import math
 from typing import Any, Callable
 
 from . import ir
@@ -93,18 +92,14 @@ def shape_arg(shape, what: str) -> tuple:
     return tuple(const_int(d, f"each dimension of {what}") for d in dims)
 
 
-MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
-
-
 def block_shape(shape, what: str) -> tuple:
-    """A tile shape as Triton requires it: positive powers of two, at most 2**20 elements."""
+    """A tile shape as Triton requires it: positive powers of two (``semantic.emit``
+    keeps the limit on elements)."""
     dims = shape_arg(shape, what)
     for d in dims:
         if d <= 0 or d & (d - 1):
             raise TypingError(f"{what} {dims}: every dimension must be a power of two (as in Triton), got {d}; "
                               "round up with tl.next_power_of_2 and mask the extra elements")
-    if math.prod(dims) > MAX_TILE_NUMEL:
-        raise TypingError(f"{what} {dims} has more than {MAX_TILE_NUMEL} elements")
     return dims
 
 
@@ -118,7 +113,16 @@ def pointer_arg(ctx, value, fname: str) -> Tensor:
 
 
 def fit_to(ctx, x: Tensor, shape: tuple, what: str, fname: str) -> Tensor:
-    """``x`` broadcast to the pointer's ``shape`` (never the pointer to ``x``'s)."""
+    """``x`` broadcast to the pointer's ``shape`` (never the pointer to ``x``'s).
+
+    As Triton, a scalar splats but a tile must have the pointer's rank: only
+    its size-1 dims repeat.  numpy's rule would also add leading dims, so a
+    (4, 4) value stored through a (4, 4, 4) pointer would silently write the
+    same 16 values four times."""
+    if x.shape and len(x.shape) != len(shape):
+        raise TypingError(f"`{fname}`: {what} of shape {x.shape} does not fit the pointer's shape {shape}: "
+                          f"a tile must have the pointer's rank ({len(shape)}), only its size-1 dims are "
+                          "broadcast; add the missing dims explicitly (x[None, :], tl.reshape or tl.broadcast_to)")
     try:
         return broadcast_to(ctx, x, shape)
     except TypingError:

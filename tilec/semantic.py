@@ -115,9 +115,22 @@ class Tensor(tl.tensor):
         return f"Tensor({self.handle.type})"
 
 
+MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
+
+
 def emit(ctx, cls: type, **fields) -> Tensor:
-    """Append a one-result op built from ``fields`` and wrap its result."""
-    return Tensor(ctx.builder.value(cls, **fields))
+    """Append a one-result op built from ``fields`` and wrap its result.
+
+    Every tile the front end makes passes here (arange, full, reshape,
+    broadcast, dot...), so this is where the size limit is kept: past it
+    the back end's straight-line code grows without bound (a 2**24 tile ran
+    for minutes and gigabytes), and Triton refuses such tiles too."""
+    result = Tensor(ctx.builder.value(cls, **fields))
+    if result.numel > MAX_TILE_NUMEL:
+        raise TypingError(f"a tile of shape {result.shape} has {result.numel} elements, more than the limit of "
+                          f"{MAX_TILE_NUMEL} (2**20, as in Triton); split the work into smaller blocks, in a loop "
+                          "or over more programs")
+    return result
 
 
 def describe(x: Any) -> str:
@@ -447,14 +460,39 @@ def _floordiv(ctx, lhs, rhs) -> Tensor:
     return emit(ctx, ir.Div, lhs=a.handle, rhs=b.handle)
 
 
+def _integer_operands(ctx, lhs, rhs, symbol: str) -> tuple[Tensor, Tensor]:
+    """``operands`` for the bitwise ops and shifts, which refuse floats and pointers."""
+    a, b = operands(ctx, lhs, rhs, symbol)
+    if not a.elem.is_int:
+        raise TypingError(f"`{symbol}` needs integer or boolean operands, got {describe(lhs)} and "
+                          f"{describe(rhs)}")
+    return a, b
+
+
 def _bitwise(cls: type, symbol: str):
     def build(ctx, lhs, rhs) -> Tensor:
-        a, b = operands(ctx, lhs, rhs, symbol)
-        if not a.elem.is_int:
-            raise TypingError(f"`{symbol}` needs integer or boolean operands, got {describe(lhs)} and "
-                              f"{describe(rhs)}")
+        a, b = _integer_operands(ctx, lhs, rhs, symbol)
         return emit(ctx, cls, lhs=a.handle, rhs=b.handle)
     return build
+
+
+def with_signedness(t: ir.ScalarType, signed: bool) -> ir.ScalarType:
+    """The int type of ``t``'s width and the given signedness (``i1`` stays ``i1``)."""
+    if t.is_bool or (t.kind == "int") == signed:
+        return t
+    return ir.ScalarType(f"{'i' if signed else 'u'}{t.bits}")
+
+
+def _shift_right(ctx, lhs, rhs) -> Tensor:
+    """``>>`` gives the promoted type, but shifts arithmetically when the LEFT
+    operand's own type is signed (Triton's rule: ``int8 >> uint8`` is a uint8
+    that keeps the int8's sign fill, ``[-100] >> [2]`` is 231).  A number on
+    the left takes the promoted type, so the promoted type decides there."""
+    a, b = _integer_operands(ctx, lhs, rhs, ">>")
+    left = a.elem if is_number(lhs) else lhs.elem
+    shift_type = with_signedness(a.elem, left.kind == "int")
+    shifted = emit(ctx, ir.Shr, lhs=bitcast_to(ctx, a, shift_type).handle, rhs=bitcast_to(ctx, b, shift_type).handle)
+    return bitcast_to(ctx, shifted, a.elem)
 
 
 def _unsupported_pow(ctx, lhs, rhs):
@@ -466,7 +504,7 @@ _BINARY = {
     "add": _add, "sub": _sub, "mul": _arith(ir.Mul, "*"), "truediv": _truediv, "floordiv": _floordiv,
     "mod": _arith(ir.Rem, "%", div_or_mod=True), "pow": _unsupported_pow,
     "and": _bitwise(ir.And, "&"), "or": _bitwise(ir.Or, "|"), "xor": _bitwise(ir.Xor, "^"),
-    "lshift": _bitwise(ir.Shl, "<<"), "rshift": _bitwise(ir.Shr, ">>"),
+    "lshift": _bitwise(ir.Shl, "<<"), "rshift": _shift_right,
 }
 
 @reports_errors
