@@ -55,26 +55,6 @@ def test_load_other_may_be_a_tensor():
 
 
 @tilec.jit
-def other_row_kernel(x_ptr, z_ptr, n, BM: tl.constexpr, BN: tl.constexpr):
-    """A 2-D masked load whose ``other`` is one row, broadcast down the tile."""
-    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
-    row = tl.arange(0, BN)[None, :] * 1.0 - 100.0
-    tl.store(z_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=row))
-
-
-@PROPERTY
-@given(n=st.integers(0, 32), bm=st.sampled_from([1, 2, 4]), bn=st.sampled_from([2, 8]))
-def test_load_other_broadcast_along_rows(n, bm, bn):
-    """Masked-in lanes keep the loaded values when ``other`` has another layout than the
-    tile (the interpreter once filled the whole tile with ``other``)."""
-    x = np.arange(bm * bn, dtype=np.float32) + 1
-    z = np.zeros(bm * bn, np.float32)
-    other_row_kernel[(1,)](x, z, n, BM=bm, BN=bn)
-    lanes = np.arange(bm * bn)
-    np.testing.assert_array_equal(z, np.where(lanes < n, x, lanes % bn - 100.0))
-
-
-@tilec.jit
 def broadcast_other_kernel(x_ptr, z_ptr, rows, BLOCK: tl.constexpr):
     r = tl.arange(0, BLOCK)
     offs = r[:, None] * BLOCK + r[None, :]
