@@ -167,3 +167,25 @@ def test_attention_reads_v_after_the_softmax_and_k_v_by_cp_async():
     assert loop.rfind("shfl.sync") < loop.find("ldmatrix.sync.aligned.m8n8.x4.trans")
     addresses = set(re.findall(r"ldmatrix[^\[]+\[(%rd\d+)(?:\+\d+)?\]", loop))
     assert 0 < len(addresses) <= 8 < count(loop, r"ldmatrix")
+
+
+@tilec.jit
+def _shifts(x, y, z):
+    a, b = tl.load(x), tl.load(y)
+    tl.store(z, a << b)
+    tl.store(z + 1, a >> b)
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.uint32])
+def test_a_wide_shift_count_is_capped_before_the_ptx_shift(dtype):
+    """PTX shifts read a 32-bit count; NVPTX folds the count check into the shift,
+    so a 64-bit count of 2**32 + 63 must be capped at 64 first or it shifts by 63."""
+    x = np.zeros(2, dtype)
+    ptx = _shifts.compile(x, x, x, target="sm_90").asm["ptx"]
+    bits = 8 * x.itemsize
+    counts = re.findall(rf"sh[lr]\.[bsu]{bits}\s+%\w+, %\w+, (%\w+);", ptx)
+    assert len(counts) == 2
+    if bits == 64:  # each count went through a min (64 for <<, >> unsigned; 63 for >> signed)
+        for reg in counts:
+            source = re.search(rf"cvt\.u32\.u64\s+{reg}, (%\w+);", ptx).group(1)
+            assert re.search(rf"min\.u64\s+{source}, %\w+, 6[34];", ptx), ptx

@@ -124,10 +124,19 @@ def _count_too_big(ctx, t, b):
     return ctx.builder.icmp_unsigned(">=", b, const(b.type, t.bits))
 
 
+def _saturated_count(ctx, t, b):
+    """``b`` read unsigned and capped at the bit width: the same shift, and a count that
+    survives truncation.  NVPTX turns ``select(count >= width, 0, shl)`` into one PTX
+    shift, which clamps big counts itself but reads only the count's low 32 bits, so
+    an i64 count of ``2**32 + 63`` would shift by 63."""
+    return call(ctx, overloaded("llvm.umin", b.type), [b, const(b.type, t.bits)])
+
+
 @lowers(ir.Shl)
 def _shl(ctx, op, args):
     """``a << b``; LLVM's shift is poison for big counts, which ``select`` never picks."""
     t, (a, b) = operand_type(op), args
+    b = _saturated_count(ctx, t, b)
     return ctx.builder.select(_count_too_big(ctx, t, b), const(a.type, 0), ctx.builder.shl(a, b))
 
 
@@ -140,6 +149,7 @@ def _shr(ctx, op, args):
     if t.kind == "int":
         clamped = call(ctx, overloaded("llvm.umin", b.type), [b, const(b.type, t.bits - 1)])
         return bld.ashr(a, clamped)
+    b = _saturated_count(ctx, t, b)
     return bld.select(_count_too_big(ctx, t, b), const(a.type, 0), bld.lshr(a, b))
 
 
