@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import sys
 import tempfile
 
 import pytest
@@ -35,6 +36,21 @@ if os.environ.get("TILEC_TEST_DEVICE") == "cuda":  # run the host suite's launch
     from device_mirror import mirror_launches
 
     mirror_launches(tilec.JITFunction)
+
+
+@pytest.fixture(autouse=True)
+def _host_only_tests_are_not_mirrored(request):
+    """A ``host_only`` test checks the interpreter itself (its bounds checks on aliasing
+    views, data holding host addresses): its launches are not mirrored onto the GPU."""
+    mirror = sys.modules.get("device_mirror")
+    if mirror is None or request.node.get_closest_marker("host_only") is None:
+        yield
+        return
+    mirror.ENABLED = False
+    try:
+        yield
+    finally:
+        mirror.ENABLED = True
 
 
 def gpu_available() -> bool:

@@ -1,4 +1,4 @@
-"""Where a pointer may point, on the host: every access is checked against the
+"""Where a pointer may point, on the host (``host_only``: not mirrored onto a GPU): every access is checked against the
 argument its pointer came from (two views of one buffer stay apart), and
 pointers made from integers (a table of ``data_ptr()`` values, the
 grouped-GEMM pattern) find the array they point into, or say they point into
@@ -14,6 +14,10 @@ import tilec
 import tilec.language as tl
 from helpers import PROPERTY
 from tilec.errors import InterpreterError
+
+# Aliasing views and host addresses held in data are the host's own: the GPU's
+# cases are tests/gpu/test_int_pointers_gpu.py.
+pytestmark = pytest.mark.host_only
 
 BLOCK = 16
 
