@@ -38,13 +38,14 @@ import contextlib
 import logging
 import os
 import sys
+import warnings
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from . import testing
 from .errors import CompilationError, OutOfResources, TilecError
 from .launch import cache
 from .launch.cache_entry import EntryError, expect, is_int, pack_entry, unpack_entry
-from .launch.jit import JITFunction, LaunchPlan
+from .launch.jit import JITFunction, KernelInterface, LaunchPlan
 
 log = logging.getLogger("tilec.autotune")
 
@@ -57,21 +58,27 @@ TUNING_FORMAT = 1
 
 class Config:
     """One point of the search: meta-parameter values (``kwargs``, passed to the
-    kernel as constexprs), ``num_warps``, ``num_stages`` and an optional
+    kernel as constexprs; a launch option such as ``enable_fp_fusion`` may be
+    among them), the launch options ``num_warps``, ``num_stages``,
+    ``num_ctas`` and ``maxnreg`` (checked at launch, as a launch's: a config
+    with ``num_ctas=2`` is skipped with the reason), and an optional
     ``pre_hook(args)`` run before each launch of this config."""
 
     def __init__(self, kwargs: dict, num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
                  maxnreg: Optional[int] = None, pre_hook: Optional[Callable[[dict], Any]] = None):
-        if num_ctas != 1 or maxnreg is not None:
-            raise TilecError("tilec.Config: num_ctas (thread-block clusters) and maxnreg are not supported yet; "
-                             "leave them out")
         self.kwargs = dict(kwargs)
         self.num_warps, self.num_stages, self.num_ctas, self.maxnreg = num_warps, num_stages, num_ctas, maxnreg
         self.pre_hook = pre_hook
 
     def all_kwargs(self) -> dict[str, Any]:
-        """What a launch of this config passes: the meta-parameters and the options."""
-        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        """What a launch of this config passes: the meta-parameters and the
+        options (``num_ctas`` and ``maxnreg`` only when not their defaults)."""
+        options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.num_ctas != 1:
+            options["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            options["maxnreg"] = self.maxnreg
+        return {**self.kwargs, **options}
 
     def __str__(self) -> str:
         return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items())
@@ -80,19 +87,21 @@ class Config:
         return f"Config({self})"
 
 
-class KernelWrapper:
+class KernelWrapper(KernelInterface):
     """What ``autotune`` and ``heuristics`` wrap a kernel with: launched as
-    ``kernel[grid](...)``, they pass the launch on to ``fn`` with more keywords."""
+    ``kernel[grid](...)``, they pass the launch on to ``fn`` with more keywords.
+    ``arg_names`` (Triton's constructors take them) must be the kernel's
+    parameters when given: tilec reads them from its signature."""
 
-    def __init__(self, fn: Any):
+    def __init__(self, fn: Any, arg_names: Optional[Sequence[str]] = None):
         self.fn = fn
         self.jit_function = innermost_jit(fn)
         self.arg_names = list(self.jit_function.signature.parameters)
+        if arg_names is not None and list(arg_names) != self.arg_names:
+            raise TypeError(f"{type(self).__name__}: arg_names {list(arg_names)} are not the parameters of "
+                            f"`{self.jit_function.__name__}` ({', '.join(self.arg_names)})")
         self.__name__ = self.jit_function.__name__
         self.__doc__ = self.jit_function.__doc__
-
-    def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TilecError(f"kernel `{self.__name__}` is launched with a grid, `{self.__name__}[grid](...)`")
@@ -122,10 +131,11 @@ def innermost_jit(fn: Any) -> JITFunction:
 
 class Heuristics(KernelWrapper):
     """``values``: meta-parameter name -> function of every argument by name
-    (autotuned ones included) giving its value, computed in order at each launch."""
+    (autotuned ones included) giving its value, computed in order at each launch.
+    Constructed as Triton's: ``Heuristics(fn, arg_names, values)``."""
 
-    def __init__(self, fn: Any, values: dict[str, Callable[[dict], Any]]):
-        super().__init__(fn)
+    def __init__(self, fn: Any, arg_names: Optional[Sequence[str]], values: dict[str, Callable[[dict], Any]]):
+        super().__init__(fn, arg_names)
         self.values = dict(values)
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
@@ -143,7 +153,7 @@ def heuristics(values: dict[str, Callable[[dict], Any]]) -> Callable[[Any], Heur
     """Decorator: compute meta-parameters from the arguments (Triton's ``triton.heuristics``)."""
     if not isinstance(values, dict) or not all(callable(f) for f in values.values()):
         raise TypeError("tilec.heuristics takes a dict of meta-parameter name -> function(args)")
-    return lambda fn: Heuristics(fn, values)
+    return lambda fn: Heuristics(fn, None, values)
 
 
 # --------------------------------------------------------------------------- #
@@ -154,18 +164,23 @@ class Autotuner(KernelWrapper):
     """A kernel with configs to choose from (see the module doc).  ``cache``:
     tuning key -> chosen ``Config``; ``best_config``: the last launch's;
     ``configs_timings``: the last tuning's ``{Config: [median, p20, p80] ms}``;
-    ``skipped``: the last tuning's ``{Config: reason}``."""
+    ``skipped``: the last tuning's ``{Config: reason}``.
 
-    def __init__(self, fn: Any, configs: Sequence[Config], key: Sequence[str],
-                 prune_configs_by: Optional[dict] = None, reset_to_zero: Optional[Sequence[str]] = None,
-                 restore_value: Optional[Sequence[str]] = None, pre_hook: Optional[Callable] = None,
-                 post_hook: Optional[Callable] = None, warmup: float = 25, rep: float = 100,
-                 do_bench: Optional[Callable] = None, cache_results: bool = True):
-        super().__init__(fn)
+    The constructor is Triton's, positions included; ``warmup``/``rep`` left
+    None are 25 and 100 ms; ``use_cuda_graph`` is accepted and each config
+    timed with ``testing.do_bench`` all the same (tilec has no CUDA-graph timer)."""
+
+    def __init__(self, fn: Any, arg_names: Optional[Sequence[str]], configs: Sequence[Config], key: Sequence[str],
+                 reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
+                 pre_hook: Optional[Callable] = None, post_hook: Optional[Callable] = None,
+                 prune_configs_by: Optional[dict] = None, warmup: Optional[float] = None,
+                 rep: Optional[float] = None, use_cuda_graph: bool = False, do_bench: Optional[Callable] = None,
+                 cache_results: bool = False):
+        super().__init__(fn, arg_names)
         self.configs = list(configs) or [Config({})]
         if not all(isinstance(c, Config) for c in self.configs):
             raise TypeError(f"tilec.autotune: configs must be tilec.Config objects, got {self.configs!r}")
-        self.keys = self._known_names(key, "key")
+        self.keys = self._key_names(key)
         self.reset_to_zero = self._known_names(reset_to_zero or [], "reset_to_zero")
         self.restore_value = self._known_names(restore_value or [], "restore_value")
         self.prune_configs_by = dict(prune_configs_by or {})
@@ -173,11 +188,23 @@ class Autotuner(KernelWrapper):
         if unknown:
             raise TypeError(f"tilec.autotune: unknown prune_configs_by keys {sorted(unknown)}; known: {PRUNE_KEYS}")
         self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
-        self.warmup, self.rep, self.do_bench, self.cache_results = warmup, rep, do_bench, cache_results
+        self.warmup, self.rep = 25 if warmup is None else warmup, 100 if rep is None else rep
+        self.use_cuda_graph, self.do_bench, self.cache_results = use_cuda_graph, do_bench, cache_results
         self.cache: dict[tuple, Config] = {}
         self.best_config: Optional[Config] = None
         self.configs_timings: Optional[dict[Config, list[float]]] = None
         self.skipped: dict[Config, str] = {}
+
+    def _key_names(self, names: Iterable[str]) -> list[str]:
+        """The ``key`` names that are arguments; any other is left out with a
+        warning (Triton leaves it out silently: real code names arguments a
+        kernel version no longer has)."""
+        names = [names] if isinstance(names, str) else list(names)
+        unknown = [n for n in names if n not in self.arg_names]
+        if unknown:
+            warnings.warn(f"tilec.autotune(key=...): {unknown} are not arguments of `{self.__name__}` "
+                          f"({', '.join(self.arg_names)}); tuning ignores them", stacklevel=4)
+        return [n for n in names if n in self.arg_names]
 
     def _known_names(self, names: Iterable[str], what: str) -> list[str]:
         names = [names] if isinstance(names, str) else list(names)
@@ -276,8 +303,7 @@ class Autotuner(KernelWrapper):
             fn = fn.fn
         if not isinstance(fn, JITFunction):
             return None  # an autotuner inside an autotuner: its launches compile as they go
-        options = final.pop("num_warps"), final.pop("num_stages")
-        return fn.plan(args, final, *options)
+        return fn.plan(args, final)
 
     def _any_plan(self, args: Sequence, kwargs: dict) -> Optional[LaunchPlan]:
         """A plan of the first config that plans (they all run where the arrays are)."""
@@ -394,13 +420,13 @@ def stored_choice(payload: bytes, configs: Sequence[Config]) -> Config:
 
 def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Optional[dict] = None,
              reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
-             pre_hook: Optional[Callable] = None, post_hook: Optional[Callable] = None, warmup: float = 25,
-             rep: float = 100, do_bench: Optional[Callable] = None,
-             cache_results: bool = True) -> Callable[[Any], Autotuner]:
+             pre_hook: Optional[Callable] = None, post_hook: Optional[Callable] = None,
+             warmup: Optional[float] = None, rep: Optional[float] = None, use_cuda_graph: bool = False,
+             do_bench: Optional[Callable] = None, cache_results: bool = True) -> Callable[[Any], Autotuner]:
     """Decorator: choose the fastest of ``configs`` for each value of the ``key``
     arguments (Triton's ``triton.autotune``; see the module doc for what is more)."""
-    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook,
-                                post_hook, warmup, rep, do_bench, cache_results)
+    return lambda fn: Autotuner(fn, None, configs, key, reset_to_zero, restore_value, pre_hook, post_hook,
+                                prune_configs_by, warmup, rep, use_cuda_graph, do_bench, cache_results)
 
 
 def wrapper_chain(fn: Any) -> list[Any]:

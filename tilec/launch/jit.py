@@ -47,14 +47,33 @@ from ..ast_common import is_constexpr_annotation
 from ..errors import TilecError, require_function
 from .args import KernelArg, NotFast, classify_arg
 from .binder import make_binder, make_specializer
-from .compiler import CompiledKernel, Options, check_target, compile_variant
+from .compiler import OPTION_DEFAULTS, CompiledKernel, Options, check_target, compile_variant
 from .global_values import GlobalRead, check_globals, read_globals
 from .grid import Grid, grid_dims, normalize_grid
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
 
+#: Triton's launch options that change how a kernel is launched, not its code
+#: (those are ``Options``), with their defaults.  A cooperative grid (blocks
+#: that wait for each other) is not supported yet; programmatic dependent
+#: launch is a scheduling hint tilec takes and does not act on.
+LAUNCH_FLAG_DEFAULTS: dict[str, bool] = {"launch_cooperative_grid": False, "launch_pdl": False}
+LAUNCH_OPTIONS = frozenset(OPTION_DEFAULTS) | frozenset(LAUNCH_FLAG_DEFAULTS)
 
-class JITFunction:
+
+class KernelInterface:
+    """What can be launched as ``kernel[grid](*args, **kwargs)`` (Triton's base
+    class of kernels, autotuners and heuristics): ``__getitem__`` gives the
+    launcher, which calls ``run(*args, grid=grid, **kwargs)``."""
+
+    def run(self, *args: Any, grid: Grid, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, grid: Grid) -> Callable[..., Any]:
+        return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
+
+
+class JITFunction(KernelInterface):
     """A kernel: launch it with ``kernel[grid](...)``, or inline it by calling it
     from another kernel.  ``cache`` maps specialization keys to ``CompiledKernel``s."""
 
@@ -71,44 +90,50 @@ class JITFunction:
         self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
         self._specialize = make_specializer(self.signature, self.constexprs)
+        # Parameters named like a launch option: a launch's keyword reaches both (Triton hands the value in).
+        self._option_parameters = LAUNCH_OPTIONS & frozenset(self.signature.parameters)
         self._global_reads: Optional[tuple[GlobalRead, ...]] = None  # the globals compiled in, from the first compile
 
-    def __getitem__(self, grid: Grid) -> Callable[..., None]:
-        return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
-
-    def run(self, *args: Any, grid: Grid, num_warps: int = 4, num_stages: int = 3, stream: Any = None,
-            **kwargs: Any) -> None:
+    def run(self, *args: Any, grid: Grid, stream: Any = None, **kwargs: Any) -> CompiledKernel:
         """Launch over ``grid`` (an int, 1-3 ints, or ``lambda META: ...``) on
-        ``stream`` (GPU launches only; default: torch's current stream)."""
+        ``stream`` (GPU launches only; default: torch's current stream) and
+        return the variant that ran.  Launch options (``num_warps=4``,
+        ``num_stages=3``, ``num_ctas=1``, ``maxnreg=None``,
+        ``enable_fp_fusion=True``, ``launch_cooperative_grid=False``,
+        ``launch_pdl=False``) are keywords among the kernel's arguments."""
+        kwargs, options = self._take_options(kwargs)
         keys = launch = None
-        if self._specialize is not None and type(num_warps) is int and type(num_stages) is int:  # True == 1
+        if self._specialize is not None:
             try:
                 keys, values, given = self._specialize(*args, **kwargs)
-                launch = self._launches.get((keys, num_warps, num_stages))
+                options_key = frozenset((n, type(v), v) for n, v in options.items())  # True == 1: keep types
+                launch, compiled = self._launches.get((keys, options_key), (None, None))
             except (TypeError, NotFast):
-                keys = None  # a binding error, an unhashable constexpr, a value only the general path judges
+                keys = None  # a binding error, an unhashable constexpr or option, a value only the general path judges
         if launch is None:
-            return self._run_general(args, kwargs, grid, num_warps, num_stages, stream, keys)
+            return self._run_general(args, kwargs, grid, options, stream, keys)
         if self._global_reads:
             check_globals(self._global_reads, self.__name__)
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, given)))
         launch(grid_dims(grid, self.__name__), values, stream)
+        return compiled
 
-    def compile(self, *args: Any, target: Optional[str] = None, num_warps: int = 4, num_stages: int = 3,
-                **kwargs: Any) -> CompiledKernel:
+    def compile(self, *args: Any, target: Optional[str] = None, **kwargs: Any) -> CompiledKernel:
         """The variant these arguments select for ``target``, compiled (from the cache when it is there).
 
         ``target`` is ``"host"`` or an NVIDIA arch (``"sm_80"`` ... ``"sm_90a"``);
         compiling for an arch needs no GPU.  Left out, it is where a launch with
         these arguments would run: ``"host"`` for host arrays; for CUDA arrays
         their device's arch, or ``"sm_90"`` on a machine with no usable GPU.
+        Launch options are keywords, as in a launch.
         """
+        kwargs, options = self._take_options(kwargs)
         classified = self._classify(self._bind(args, kwargs))
         if target is None:
             place, device = common_place(classified, self.__name__)
             target = self._launcher(place).default_target(classified, device)
-        return self._variant(classified, Options(num_warps, num_stages), check_target(target))
+        return self._variant(classified, code_options(options, self.__name__), check_target(target))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TilecError(f"kernel `{self.__name__}` is launched with a grid, `{self.__name__}[grid](...)`; "
@@ -118,12 +143,13 @@ class JITFunction:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
     # --- the steps of a launch ----------------------------------------------
-    def _run_general(self, args: Sequence, kwargs: dict, grid: Grid, num_warps: Any, num_stages: Any,
-                     stream: Any, keys: Optional[tuple]) -> None:
-        """Launch through every step (see the module doc); remember the launch
-        for the fast path under ``keys``, the dispatch keys the specializer gave
-        (None: it gave none, and would give none next time either)."""
-        plan = self.plan(args, kwargs, num_warps, num_stages)
+    def _run_general(self, args: Sequence, kwargs: dict, grid: Grid, options: dict, stream: Any,
+                     keys: Optional[tuple]) -> CompiledKernel:
+        """Launch through every step (see the module doc) and return the
+        variant that ran; remember the launch for the fast path under
+        ``keys``, the dispatch keys the specializer gave (None: it gave none,
+        and would give none next time either), and the ``options`` given."""
+        plan = self._plan(args, kwargs, options)
         compiled = self.variant(plan)
         grid = normalize_grid(grid, plan.bound, self.__name__)
         plan.launcher.launch(compiled, grid, plan.args, plan.device, stream)
@@ -132,18 +158,34 @@ class JITFunction:
         if keys is not None and plan.device is not None and 0 not in grid and keys == self._dispatch_keys(plan.args):
             launch = plan.launcher.fast_launch(compiled, plan.args, plan.device)
             if launch is not None:
-                self._launches[(keys, num_warps, num_stages)] = launch
+                options_key = frozenset((n, type(v), v) for n, v in options.items())
+                self._launches[(keys, options_key)] = (launch, compiled)
+        return compiled
 
-    def plan(self, args: Sequence, kwargs: dict, num_warps: Any = 4, num_stages: Any = 3) -> "LaunchPlan":
+    def plan(self, args: Sequence, kwargs: dict) -> "LaunchPlan":
         """Steps 1-4 of a launch short of compiling: the bound and classified
         arguments, where they live, the launcher and the variant's target
-        (the autotuner plans every config, then compiles them in parallel)."""
+        (the autotuner plans every config, then compiles them in parallel).
+        ``kwargs`` may hold launch options, as in a launch."""
+        return self._plan(args, *self._take_options(kwargs))
+
+    def _plan(self, args: Sequence, kwargs: dict, options: dict) -> "LaunchPlan":
+        code = code_options(options, self.__name__)
         bound = self._bind(args, kwargs)
         classified = self._classify(bound)
         place, device = common_place(classified, self.__name__)
         launcher = self._launcher(place)
-        options = Options(num_warps, num_stages)
-        return LaunchPlan(bound, classified, place, device, launcher, options, launcher.target(classified, device))
+        return LaunchPlan(bound, classified, place, device, launcher, code, launcher.target(classified, device))
+
+    def _take_options(self, kwargs: dict) -> tuple[dict, dict]:
+        """``kwargs`` without the launch options, and those options.  A kernel
+        parameter named like one (``num_warps``) keeps its keyword too: Triton
+        hands the launch's value in."""
+        if LAUNCH_OPTIONS.isdisjoint(kwargs):
+            return kwargs, {}
+        options = {n: v for n, v in kwargs.items() if n in LAUNCH_OPTIONS}
+        kept = {n: v for n, v in kwargs.items() if n not in LAUNCH_OPTIONS or n in self._option_parameters}
+        return kept, options
 
     def variant(self, plan: "LaunchPlan") -> CompiledKernel:
         """The compiled variant ``plan`` runs (from the caches when it is there)."""
@@ -229,8 +271,8 @@ class LaunchPlan:
 
 class VariantCache(MutableMapping):
     """``kernel.cache``: specialization key -> ``CompiledKernel``, and the fast
-    path's remembered launches, ``launches``: (dispatch keys, num_warps,
-    num_stages) -> launch.  Those run variants held here, so taking one out or
+    path's remembered launches, ``launches``: (dispatch keys, the launch
+    options given) -> (launch, the variant it runs).  Those run variants held here, so taking one out or
     replacing it forgets them all: the next launch looks again, as the
     general path always does."""
 
@@ -261,6 +303,19 @@ class VariantCache(MutableMapping):
 
     def __repr__(self) -> str:
         return f"VariantCache({self._variants!r})"
+
+
+def code_options(options: dict, kernel: str) -> Options:
+    """The ``Options`` a launch's ``options`` compile for, after checking the
+    launch-only flags (``LAUNCH_FLAG_DEFAULTS``)."""
+    for name in LAUNCH_FLAG_DEFAULTS:
+        value = options.get(name, False)
+        if not isinstance(value, bool):
+            raise ValueError(f"kernel `{kernel}`: {name} must be True or False, got {value!r}")
+    if options.get("launch_cooperative_grid"):
+        raise TilecError(f"kernel `{kernel}`: launch_cooperative_grid=True (blocks that wait for each other) "
+                         "is not supported yet; launch without it")
+    return Options(**{n: v for n, v in options.items() if n in OPTION_DEFAULTS})
 
 
 def jit(fn: Optional[Callable] = None, **options: Any):
