@@ -172,12 +172,6 @@ def test_list_for_a_pointer():
     assert str(e.value) == "argument `x_ptr` of kernel `add_kernel`: expected an array or a scalar, got list"
 
 
-def test_none_for_a_runtime_parameter():
-    x, y, out = vectors(4)
-    with pytest.raises(TypeError, match="argument `n` of kernel `add_kernel`: got None"):
-        add_kernel[(1,)](x, y, out, None)
-
-
 def test_array_for_a_constexpr():
     x, y, out = vectors(4)
     with pytest.raises(TypeError, match="argument `BLOCK` of kernel `add_kernel` is a tl.constexpr: pass a plain"):

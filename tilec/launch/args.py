@@ -7,6 +7,8 @@ it, the value the launcher passes, and where its memory lives.
 * ``bool`` -> ``i1``; ``int`` -> ``i32`` if it fits, else ``i64`` (``u64`` from
   2**63 up); ``float`` -> ``f32`` (Triton's rule; a finite value beyond f32's range
   is an error, not inf); numpy scalars by their dtype;
+* ``None`` becomes a constexpr None, whatever the parameter (Triton's rule:
+  an optional pointer left out makes its own variant);
 * an ``int`` equal to 1 becomes a constexpr (as in Triton: code like
   ``offs * stride`` then folds away for contiguous inputs); an integer
   divisible by 16 carries ``("divisibility", 16)``;
@@ -146,7 +148,9 @@ def _constexpr_arg(name: str, value: Any, where: str) -> KernelArg:
 
 
 def _none_arg(name: str, value: None, where: str) -> KernelArg:
-    raise TypeError(f"{where}: got None, which only a tl.constexpr parameter may take")
+    """None for any parameter is a constexpr None (Triton's rule): the variant
+    for it folds ``if ptr is not None:`` away at compile time."""
+    return KernelArg(name, None, None)
 
 
 def _bool_arg(name: str, value: Any, where: str) -> KernelArg:
@@ -313,6 +317,7 @@ def _scalar_keys(t: ScalarType) -> tuple[str, str]:
 
 
 _ONE_KEY = (None, int, 1)  # an int equal to 1 is a constexpr
+_NONE_KEY = (None, type(None), None)  # so is None
 _I32_KEYS, _BOOL_KEY, _F32_KEY = _scalar_keys(i32), _scalar_keys(i1)[0], _scalar_keys(f32)[0]
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -325,6 +330,10 @@ def _int_spec(v: int) -> tuple[Hashable, Any]:
     if not -2**63 <= v < 2**64:
         raise NotFast  # the general path says it does not fit
     return _scalar_keys(_int_type(v, ""))[v % 16 == 0], v
+
+
+def _none_spec(v: None) -> tuple[Hashable, Any]:
+    return _NONE_KEY, v
 
 
 def _bool_spec(v: bool) -> tuple[Hashable, Any]:
@@ -410,5 +419,5 @@ class _Specs(dict):
         return spec
 
 
-SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec})
+SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec, type(None): _none_spec})
 SPECS.update({np_type: _numpy_scalar_spec(t) for t, np_type in _NUMPY_SCALAR.items()})
