@@ -97,9 +97,9 @@ def test_jit_with_parentheses():
     assert tilec.jit()(add_kernel.fn).constexprs == {"BLOCK"}
 
 
-def test_jit_options_are_rejected():
-    with pytest.raises(TypeError, match="tilec.jit takes no options yet, got do_not_specialize"):
-        tilec.jit(do_not_specialize=["n"])
+def test_unknown_jit_options_are_rejected():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'inline_always'"):
+        tilec.jit(inline_always=True)
 
 
 def test_calling_a_kernel_directly_says_how_to_launch():

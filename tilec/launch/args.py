@@ -120,6 +120,18 @@ def classify_arg(name: str, value: Any, constexpr: bool, kernel: str) -> KernelA
     raise TypeError(f"{where}: expected an array or a scalar, got {type(value).__name__}")
 
 
+def without_specialization(a: KernelArg, keep_one: bool) -> KernelArg:
+    """``a`` without what specialization promised about its value: being
+    divisible by 16 (an int's value, a pointer's alignment) and, unless
+    ``keep_one``, an int being 1 (it stays an ``i32``).  ``@jit``'s
+    ``do_not_specialize`` options ask for this (``params.py``)."""
+    if a.is_constexpr and not keep_one and type(a.value) is int and a.value == 1 and a.place is None:
+        return KernelArg(a.name, i32, np.int32(1))
+    if a.attrs:
+        return KernelArg(a.name, a.type, a.value, (), a.place, a.device)
+    return a
+
+
 def is_array(value: Any) -> bool:
     """True for anything ``classify_arg`` would pass as a pointer."""
     return any(accepts(value) for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS)

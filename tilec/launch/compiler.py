@@ -130,6 +130,16 @@ class CompiledKernel:
     metadata: Optional[KernelMetadata] = None
     runtime: dict = field(default_factory=dict)
 
+    @property
+    def n_regs(self) -> Optional[int]:
+        """Registers per thread (ptxas's count; None on the host or without ptxas), Triton's name."""
+        return self.metadata.registers if self.metadata else None
+
+    @property
+    def n_spills(self) -> Optional[int]:
+        """Bytes spilled to local memory per thread (ptxas's spill stores), Triton's name."""
+        return self.metadata.spill_stores if self.metadata else None
+
     def runtime_args(self, args: Sequence[KernelArg]) -> list:
         """The values of ``fn``'s arguments, picked by name from the classified ``args``."""
         by_name = {a.name: a.value for a in args}

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterator, MutableMapping
+import re
+import textwrap
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
@@ -50,6 +52,7 @@ from .binder import make_binder, make_specializer
 from .compiler import OPTION_DEFAULTS, CompiledKernel, Options, check_target, compile_variant
 from .global_values import GlobalRead, check_globals, read_globals
 from .grid import Grid, grid_dims, normalize_grid
+from .params import kernel_params, unspecialize
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
 
@@ -57,7 +60,9 @@ LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
 #: (those are ``Options``), with their defaults.  A cooperative grid (blocks
 #: that wait for each other) is not supported yet; programmatic dependent
 #: launch is a scheduling hint tilec takes and does not act on.
-LAUNCH_FLAG_DEFAULTS: dict[str, bool] = {"launch_cooperative_grid": False, "launch_pdl": False}
+#: ``debug`` is Triton's switch for ``device_assert``, which tilec always checks.
+LAUNCH_FLAG_DEFAULTS: dict[str, Optional[bool]] = {"launch_cooperative_grid": False, "launch_pdl": False,
+                                                    "debug": None}
 LAUNCH_OPTIONS = frozenset(OPTION_DEFAULTS) | frozenset(LAUNCH_FLAG_DEFAULTS)
 
 
@@ -79,29 +84,42 @@ class JITFunction(KernelInterface):
 
     is_tilec_jit = True
 
-    def __init__(self, fn: Callable):
+    def __init__(self, fn: Callable, version: Any = None, do_not_specialize: Optional[Iterable] = None,
+                 do_not_specialize_on_alignment: Optional[Iterable] = None, debug: Optional[bool] = None,
+                 noinline: Optional[bool] = None, repr: Optional[Callable] = None,
+                 launch_metadata: Optional[Callable] = None):
+        """Triton's decorator options (see ``jit``) are kept as attributes."""
         require_function(fn)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = inspect.signature(fn)
         self.constexprs = frozenset(n for n, p in self.signature.parameters.items()
                                     if is_constexpr_annotation(p.annotation))
+        self.params = kernel_params(self.signature, self.constexprs, fn.__name__, do_not_specialize,
+                                    do_not_specialize_on_alignment)
+        self.version, self.debug, self.noinline = version, debug, noinline
+        self._repr, self.launch_metadata = repr, launch_metadata
         self.cache = VariantCache()
         self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
-        self._specialize = make_specializer(self.signature, self.constexprs)
+        # The fast path's specs specialize every argument: a kernel that keeps some from it launches generally.
+        self._unspecialized = any(p.do_not_specialize_on_alignment for p in self.params)
+        self._specialize = None if self._unspecialized else make_specializer(self.signature, self.constexprs)
         # Parameters named like a launch option: a launch's keyword reaches both (Triton hands the value in).
         self._option_parameters = LAUNCH_OPTIONS & frozenset(self.signature.parameters)
         self._global_reads: Optional[tuple[GlobalRead, ...]] = None  # the globals compiled in, from the first compile
 
-    def run(self, *args: Any, grid: Grid, stream: Any = None, **kwargs: Any) -> CompiledKernel:
+    def run(self, *args: Any, grid: Grid, stream: Any = None, warmup: bool = False, **kwargs: Any) -> CompiledKernel:
         """Launch over ``grid`` (an int, 1-3 ints, or ``lambda META: ...``) on
         ``stream`` (GPU launches only; default: torch's current stream) and
-        return the variant that ran.  Launch options (``num_warps=4``,
-        ``num_stages=3``, ``num_ctas=1``, ``maxnreg=None``,
-        ``enable_fp_fusion=True``, ``launch_cooperative_grid=False``,
-        ``launch_pdl=False``) are keywords among the kernel's arguments."""
+        return the variant that ran (with ``warmup``: compile it, launch
+        nothing).  Launch options (``num_warps=4``, ``num_stages=3``,
+        ``num_ctas=1``, ``maxnreg=None``, ``enable_fp_fusion=True``,
+        ``launch_cooperative_grid=False``, ``launch_pdl=False``,
+        ``debug=None``) are keywords among the kernel's arguments."""
         kwargs, options = self._take_options(kwargs)
+        if warmup:
+            return self.variant(self._plan(args, kwargs, options))
         keys = launch = None
         if self._specialize is not None:
             try:
@@ -118,6 +136,32 @@ class JITFunction(KernelInterface):
             grid = grid(dict(zip(self.signature.parameters, given)))
         launch(grid_dims(grid, self.__name__), values, stream)
         return compiled
+
+    def warmup(self, *args: Any, grid: Grid = None, **kwargs: Any) -> CompiledKernel:
+        """The variant a launch with these arguments runs, compiled (as Triton's
+        ``warmup``: nothing is launched; ``grid`` is accepted and unused)."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    @property
+    def arg_names(self) -> list[str]:
+        """The parameters' names, in order."""
+        return [p.name for p in self.params]
+
+    @functools.cached_property
+    def src(self) -> str:
+        """The kernel's source from its ``def`` (decorators left out)."""
+        source = textwrap.dedent(inspect.getsource(self.fn))
+        return source[re.search(r"^(async\s+)?def\s", source, re.MULTILINE).start():]
+
+    @property
+    def cache_key(self) -> str:
+        """A hash of the kernel's source, of what it reads (callees, globals)
+        and of tilec's own: it changes when a compile could."""
+        return disk_cache.digest(disk_cache.tilec_source_hash(), disk_cache.source_fingerprint(self.fn))
+
+    def repr(self, specialization: Any = None) -> str:
+        """The kernel's name for profilers: ``@jit(repr=...)``'s, else the function's."""
+        return self.__name__ if self._repr is None else self._repr(specialization)
 
     def compile(self, *args: Any, target: Optional[str] = None, **kwargs: Any) -> CompiledKernel:
         """The variant these arguments select for ``target``, compiled (from the cache when it is there).
@@ -220,7 +264,8 @@ class JITFunction(KernelInterface):
         return dict(bound.arguments)
 
     def _classify(self, bound: dict[str, Any]) -> list[KernelArg]:
-        return [classify_arg(n, v, n in self.constexprs, self.__name__) for n, v in bound.items()]
+        classified = [classify_arg(n, v, n in self.constexprs, self.__name__) for n, v in bound.items()]
+        return unspecialize(classified, self.params) if self._unspecialized else classified
 
     def _launcher(self, place: str) -> ModuleType:
         if place not in LAUNCHERS:
@@ -308,9 +353,9 @@ class VariantCache(MutableMapping):
 def code_options(options: dict, kernel: str) -> Options:
     """The ``Options`` a launch's ``options`` compile for, after checking the
     launch-only flags (``LAUNCH_FLAG_DEFAULTS``)."""
-    for name in LAUNCH_FLAG_DEFAULTS:
-        value = options.get(name, False)
-        if not isinstance(value, bool):
+    for name, default in LAUNCH_FLAG_DEFAULTS.items():
+        value = options.get(name, default)
+        if not (isinstance(value, bool) or value is default):
             raise ValueError(f"kernel `{kernel}`: {name} must be True or False, got {value!r}")
     if options.get("launch_cooperative_grid"):
         raise TilecError(f"kernel `{kernel}`: launch_cooperative_grid=True (blocks that wait for each other) "
@@ -318,15 +363,28 @@ def code_options(options: dict, kernel: str) -> Options:
     return Options(**{n: v for n, v in options.items() if n in OPTION_DEFAULTS})
 
 
-def jit(fn: Optional[Callable] = None, **options: Any):
-    """Decorator making ``fn`` a tilec kernel (``@tilec.jit`` or ``@tilec.jit()``).
+def jit(fn: Optional[Callable] = None, *, version: Any = None, do_not_specialize: Optional[Iterable] = None,
+        do_not_specialize_on_alignment: Optional[Iterable] = None, debug: Optional[bool] = None,
+        noinline: Optional[bool] = None, repr: Optional[Callable] = None,
+        launch_metadata: Optional[Callable] = None):
+    """Decorator making ``fn`` a tilec kernel (``@tilec.jit`` or ``@tilec.jit(...)``),
+    with Triton's options and meanings:
 
-    Triton's decorator options (``do_not_specialize``, ``debug``...) are not
-    supported yet; passing one is an error rather than silently ignored.
+    * ``do_not_specialize`` / ``do_not_specialize_on_alignment``: parameters
+      (names or positions) kept from specializing (``params.py``);
+    * ``debug``: Triton's switch for ``device_assert``; tilec checks every
+      ``device_assert`` (and the host interpreter every access) either way;
+    * ``noinline``: tilec inlines every call (its only call model), with the
+      same results as a call;
+    * ``version``, ``repr``, ``launch_metadata``: kept as attributes; tilec
+      has no profiler hooks that read them.
+
+    Any other option is a TypeError, as for any Python function.
     """
-    if options:
-        raise TypeError(f"tilec.jit takes no options yet, got {', '.join(options)}")
-    return JITFunction if fn is None else JITFunction(fn)
+    options = dict(version=version, do_not_specialize=do_not_specialize,
+                   do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
+                   noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+    return functools.partial(JITFunction, **options) if fn is None else JITFunction(fn, **options)
 
 
 def common_place(args: Sequence[KernelArg], kernel: str) -> tuple[str, Optional[int]]:
