@@ -303,6 +303,40 @@ def test_arguments_of_autotune_are_checked():
     assert str(tilec.Config({"BLOCK": 8}, num_warps=2)) == "BLOCK: 8, num_warps: 2, num_stages: 3"
 
 
+def test_autotune_key_naming_no_argument_warns_and_tunes_on_the_rest(bench_calls):
+    with pytest.warns(UserWarning, match=r"key=...\): \['m'\] are not arguments of `scale`.*ignores them"):
+        kernel = tilec.autotune(CONFIGS, key=["m", "n"], **FAST)(scale_kernel())
+    assert kernel.keys == ["n"]
+    for n in (300, 300, 200):
+        x, out = data(n)
+        kernel[grid](x, out, n)
+        np.testing.assert_array_equal(out, 2 * x)
+    assert len(bench_calls) == 2 * len(CONFIGS)
+
+
+def test_tritons_positional_autotuner_and_heuristics_constructors(bench_calls):
+    base = scale_kernel()
+    names = ["x_ptr", "out_ptr", "n", "BLOCK"]
+    kernel = tilec.Autotuner(base, names, CONFIGS, ["n"], None, None, None, None, None, 1, 1, False, None, False)
+    assert (kernel.warmup, kernel.rep, kernel.cache_results, kernel.use_cuda_graph) == (1, 1, False, False)
+    x, out = data(300)
+    kernel[grid](x, out, 300)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert len(bench_calls) == len(CONFIGS) and kernel.best_config in CONFIGS
+    even = tilec.Heuristics(base, names, {"BLOCK": lambda args: 64})
+    x, out = data(100)
+    even[grid](x, out, 100)
+    np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(TypeError, match=r"arg_names \['x'\] are not the parameters of `scale`"):
+        tilec.Heuristics(base, ["x"], {})
+
+
+def test_autotuner_defaults_are_tritons():
+    kernel = tilec.Autotuner(scale_kernel(), None, CONFIGS, ["n"])
+    assert (kernel.warmup, kernel.rep, kernel.cache_results, kernel.reset_to_zero, kernel.restore_value) == (
+        25, 100, False, [], [])
+
+
 # --- parallel compiles --------------------------------------------------------------------------
 def test_configs_compile_in_worker_processes(monkeypatch):
     jit = importlib.import_module("tilec.launch.jit")  # the module, not the decorator
