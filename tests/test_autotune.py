@@ -318,7 +318,7 @@ def test_tritons_positional_autotuner_and_heuristics_constructors(bench_calls):
     base = scale_kernel()
     names = ["x_ptr", "out_ptr", "n", "BLOCK"]
     kernel = tilec.Autotuner(base, names, CONFIGS, ["n"], None, None, None, None, None, 1, 1, False, None, False)
-    assert (kernel.warmup, kernel.rep, kernel.cache_results, kernel.use_cuda_graph) == (1, 1, False, False)
+    assert (kernel.num_warmups, kernel.num_reps, kernel.cache_results, kernel.use_cuda_graph) == (1, 1, False, False)
     x, out = data(300)
     kernel[grid](x, out, 300)
     np.testing.assert_array_equal(out, 2 * x)
@@ -333,8 +333,20 @@ def test_tritons_positional_autotuner_and_heuristics_constructors(bench_calls):
 
 def test_autotuner_defaults_are_tritons():
     kernel = tilec.Autotuner(scale_kernel(), None, CONFIGS, ["n"])
-    assert (kernel.warmup, kernel.rep, kernel.cache_results, kernel.reset_to_zero, kernel.restore_value) == (
+    assert (kernel.num_warmups, kernel.num_reps, kernel.cache_results, kernel.reset_to_zero, kernel.restore_value) == (
         25, 100, False, [], [])
+
+
+def test_warmup_compiles_every_config_and_launches_nothing(bench_calls):
+    kernel = tuned()
+    x, out = data(300)
+    handles = kernel.warmup(x, out, 300, grid=grid)
+    assert [h.metadata.num_warps for h in handles] == [1, 2, 4] and not bench_calls and (out == 0).all()
+    assert len(kernel.jit_function.cache) == 3
+    configs = [tilec.Config({}, num_warps=1), tilec.Config({}, num_warps=2)]
+    wrapped = tilec.autotune(configs, key=["n"])(tilec.heuristics({"BLOCK": lambda a: 64})(scale_kernel()))
+    handles = wrapped.warmup(x, out, 300, grid=grid)
+    assert [h.specs[3].value for h in handles] == [64, 64] and (out == 0).all()
 
 
 # --- parallel compiles --------------------------------------------------------------------------

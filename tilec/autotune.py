@@ -141,6 +141,10 @@ class Heuristics(KernelWrapper):
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
         return self.fn.run(*args, grid=grid, **self.resolve(args, kwargs))
 
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
+        """What ``fn.warmup`` gives for these arguments, the heuristics' values added."""
+        return self.fn.warmup(*args, grid=grid, **self.resolve(args, kwargs))
+
     def resolve(self, args: Sequence, kwargs: dict) -> dict[str, Any]:
         """``kwargs`` with every heuristic's value added."""
         kwargs = dict(kwargs)
@@ -188,7 +192,7 @@ class Autotuner(KernelWrapper):
         if unknown:
             raise TypeError(f"tilec.autotune: unknown prune_configs_by keys {sorted(unknown)}; known: {PRUNE_KEYS}")
         self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
-        self.warmup, self.rep = 25 if warmup is None else warmup, 100 if rep is None else rep
+        self.num_warmups, self.num_reps = 25 if warmup is None else warmup, 100 if rep is None else rep
         self.use_cuda_graph, self.do_bench, self.cache_results = use_cuda_graph, do_bench, cache_results
         self.cache: dict[tuple, Config] = {}
         self.best_config: Optional[Config] = None
@@ -232,6 +236,12 @@ class Autotuner(KernelWrapper):
     def tuning_key(self, named: dict[str, Any]) -> tuple:
         """Triton's: the ``key`` arguments' values, then the dtype of every argument that has one."""
         return tuple([named[k] for k in self.keys] + [str(v.dtype) for v in named.values() if hasattr(v, "dtype")])
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> list[Any]:
+        """Compile every config that pruning keeps for these arguments and
+        launch nothing (Triton's ``warmup``): one handle per config."""
+        return [self.fn.warmup(*args, grid=grid, **kwargs, **config.all_kwargs())
+                for config in self.prune_configs(args, kwargs)]
 
     def _launch(self, config: Config, args: Sequence, kwargs: dict, grid: Any) -> Any:
         if config.pre_hook is not None:
@@ -356,7 +366,7 @@ class Autotuner(KernelWrapper):
             timing = self.do_bench(kernel_call, quantiles=QUANTILES)
         else:
             device = "host" if place == "host" else "cuda"
-            timing = testing.do_bench(kernel_call, warmup=self.warmup, rep=self.rep, quantiles=QUANTILES,
+            timing = testing.do_bench(kernel_call, warmup=self.num_warmups, rep=self.num_reps, quantiles=QUANTILES,
                                       device=device)
         return list(timing) if isinstance(timing, (list, tuple)) else [timing]
 
