@@ -68,7 +68,7 @@ def test_fp_fusion_either_way_computes_a_times_b_plus_c_on_the_host(dtype, n, fu
     a, b, c = (data.draw(elems) for _ in range(3))
     out = np.zeros(n, dtype)
     mul_add_kernel[(tilec.cdiv(n, 16),)](a, b, c, out, n, BLOCK=16, enable_fp_fusion=fusion)
-    if fusion:  # the interpreter rounds each op; a GPU's fma only the sum (TILEC_DEVICE runs this there)
+    if fusion:  # the interpreter rounds each op; a GPU's fma only the sum (TILEC_TEST_DEVICE=cuda runs this there)
         assert (np.abs(out - (a * b + c)) <= np.spacing(np.abs(a * b)) + np.spacing(np.abs(out))).all()
     else:
         np.testing.assert_array_equal(out, a * b + c)

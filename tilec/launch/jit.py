@@ -1,6 +1,7 @@
 """``tilec.jit``: the object users hold for a kernel, and how a launch flows.
 
-``kernel[grid](*args, num_warps=4, num_stages=3, stream=None, **kwargs)``:
+``kernel[grid](*args, stream=None, **kwargs)``, launch options (``num_warps=4``,
+``enable_fp_fusion=True``... ``LAUNCH_OPTIONS``) among the keywords:
 
 1. bind the arguments to the Python signature (defaults applied);
 2. classify each one (``args.classify_arg``): constexprs, specialized scalars,
@@ -124,8 +125,7 @@ class JITFunction(KernelInterface):
         if self._specialize is not None:
             try:
                 keys, values, given = self._specialize(*args, **kwargs)
-                options_key = frozenset((n, type(v), v) for n, v in options.items())  # True == 1: keep types
-                launch, compiled = self._launches.get((keys, options_key), (None, None))
+                launch, compiled = self._launches.get((keys, options_key(options)), (None, None))
             except (TypeError, NotFast):
                 keys = None  # a binding error, an unhashable constexpr or option, a value only the general path judges
         if launch is None:
@@ -202,8 +202,7 @@ class JITFunction(KernelInterface):
         if keys is not None and plan.device is not None and 0 not in grid and keys == self._dispatch_keys(plan.args):
             launch = plan.launcher.fast_launch(compiled, plan.args, plan.device)
             if launch is not None:
-                options_key = frozenset((n, type(v), v) for n, v in options.items())
-                self._launches[(keys, options_key)] = (launch, compiled)
+                self._launches[(keys, options_key(options))] = (launch, compiled)
         return compiled
 
     def plan(self, args: Sequence, kwargs: dict) -> "LaunchPlan":
@@ -317,9 +316,9 @@ class LaunchPlan:
 class VariantCache(MutableMapping):
     """``kernel.cache``: specialization key -> ``CompiledKernel``, and the fast
     path's remembered launches, ``launches``: (dispatch keys, the launch
-    options given) -> (launch, the variant it runs).  Those run variants held here, so taking one out or
-    replacing it forgets them all: the next launch looks again, as the
-    general path always does."""
+    options given) -> (launch, the variant it runs).  Those run variants held
+    here, so taking one out or replacing it forgets them all: the next launch
+    looks again, as the general path always does."""
 
     def __init__(self):
         self._variants: dict[tuple, CompiledKernel] = {}
@@ -348,6 +347,12 @@ class VariantCache(MutableMapping):
 
     def __repr__(self) -> str:
         return f"VariantCache({self._variants!r})"
+
+
+def options_key(options: dict) -> frozenset:
+    """The launch options given, as part of a fast-path key: with their types,
+    since True == 1 and 1 == 1.0 but only some of them are valid options."""
+    return frozenset((n, type(v), v) for n, v in options.items())
 
 
 def code_options(options: dict, kernel: str) -> Options:
