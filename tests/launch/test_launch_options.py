@@ -139,6 +139,12 @@ def test_options_that_change_code_are_part_of_the_variant_key():
         (False, 0), (True, 0), (True, 64)]
 
 
+def test_the_metadata_names_the_options():
+    m = fresh(mul_add_kernel).compile(*operands(20, np.float32), 20, BLOCK=16, target="sm_80", num_warps=2,
+                                      maxnreg=48, enable_fp_fusion=False).metadata
+    assert (m.num_warps, m.num_stages, m.num_ctas, m.maxnreg, m.enable_fp_fusion) == (2, 3, 1, 48, False)
+
+
 def test_options_are_part_of_the_disk_cache_key():
     plan = mul_add_kernel.plan(operands(20, np.float32) + [20], {"BLOCK": 16})
     keys = {cache.kernel_key(mul_add_kernel.fn, plan.args, options, "sm_80")

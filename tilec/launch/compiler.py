@@ -15,7 +15,7 @@ happens, not in a launcher.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Optional, Sequence
 
 from ..ir.core import Function
@@ -80,10 +80,11 @@ OPTION_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Options)}
 
 @dataclass
 class KernelMetadata:
-    """What a variant needs and uses.  ``shared`` is the dynamic shared memory
-    per block in bytes (requested at launch); ``registers`` (per thread) and the
-    spill byte counts come from ``ptxas -v`` and are None without ptxas (or on
-    the host).
+    """What a variant needs and uses: its name, target and options (under
+    Triton's ``kernel.metadata`` names: ``num_warps``, ``num_ctas``...).
+    ``shared`` is the dynamic shared memory per block in bytes (requested at
+    launch); ``registers`` (per thread) and the spill byte counts come from
+    ``ptxas -v`` and are None without ptxas (or on the host).
 
     The cost estimate (``opt/cost.py``) is per program of the grid, from the
     optimized tile IR: ``bytes_moved`` (loads, stores, atomics; masked-off
@@ -98,6 +99,9 @@ class KernelMetadata:
     target: str
     num_warps: int
     num_stages: int
+    num_ctas: int = 1
+    maxnreg: Optional[int] = None
+    enable_fp_fusion: bool = True
     shared: int = 0
     registers: Optional[int] = None
     spill_stores: Optional[int] = None
@@ -176,9 +180,8 @@ def _metadata(compiled: CompiledKernel) -> KernelMetadata:
     from ..opt.cost import estimate_cost  # tilec.opt is loaded by the first compile
 
     cost = estimate_cost(compiled.fn)
-    return KernelMetadata(compiled.name, compiled.target, compiled.options.num_warps,
-                          compiled.options.num_stages, bytes_moved=cost.bytes, flops=cost.flops,
-                          bytes_formula=cost.bytes_formula, flops_formula=cost.flops_formula,
+    return KernelMetadata(compiled.name, compiled.target, **asdict(compiled.options), bytes_moved=cost.bytes,
+                          flops=cost.flops, bytes_formula=cost.bytes_formula, flops_formula=cost.flops_formula,
                           arithmetic_intensity=cost.intensity)
 
 
