@@ -19,7 +19,9 @@ import tilec
 import tilec.language as tl
 from launch.fake_gpu import FLOAT16, FLOAT32, INT64, FakeCudaArray, FakeTensor, fake_torch, gpu  # noqa: F401
 from launch.kernels import add_kernel, fresh, scalars_kernel
-from tilec.launch.args import SPECS, NotFast, classify_arg
+from tilec.launch.args import (
+    SPECS, UNALIGNED_SPECS, UNSPECIALIZED_SPECS, NotFast, classify_arg, without_specialization,
+)
 from tilec.launch.binder import make_binder, make_specializer
 from tilec.launch.compiler import Options
 from tilec.launch.jit import JITFunction
@@ -79,6 +81,20 @@ def packed(kind_of, value) -> bytes:
 def test_each_spec_agrees_with_classify_arg(fake_torch, value):
     key, launch_value = SPECS[type(value)](value)
     a = classify_arg("x", value, False, "k")
+    assert key == a.dispatch_key
+    if a.is_constexpr:
+        assert launch_value == a.value
+    else:
+        assert packed(a, launch_value) == packed(a, a.value)
+
+
+@pytest.mark.parametrize("keep_one", [False, True])
+@pytest.mark.parametrize("value", SCALARS + TENSORS, ids=describe)
+def test_each_unspecialized_spec_agrees_with_classify_arg(fake_torch, value, keep_one):
+    """The specs of ``do_not_specialize`` (and ``..._on_alignment``) parameters."""
+    table = UNALIGNED_SPECS if keep_one else UNSPECIALIZED_SPECS
+    key, launch_value = table[type(value)](value)
+    a = without_specialization(classify_arg("x", value, False, "k"), keep_one)
     assert key == a.dispatch_key
     if a.is_constexpr:
         assert launch_value == a.value
@@ -178,6 +194,19 @@ def test_a_changed_specialization_takes_its_variant(fake_torch, general_launches
     k[(2,)](x, y, out, 624)  # divisible again, another size: the second case's variant, without a look at it
     assert len(general_launches) == len(cases) and fake_torch.launches[-1]["frame"] is \
         expected_frame(k, (x, y, out, 608))
+
+
+@pytest.mark.parametrize("option", ["do_not_specialize", "do_not_specialize_on_alignment"])
+def test_unspecialized_parameters_take_the_fast_path(fake_torch, general_launches, option):
+    k = tilec.jit(**{option: ["x_ptr", "n"]})(add_kernel.fn)
+    y, out = FakeTensor(BASE + 0x100), FakeTensor(BASE + 0x200)
+    sizes = [(BASE, 600), (BASE + 4, 608), (BASE + 16, 1), (BASE + 8, 624), (BASE, 1)]
+    for address, n in sizes:
+        args = (FakeTensor(address), y, out, n)
+        k[(2,)](*args)
+        assert fake_torch.launches[-1]["frame"] is expected_frame(k, args)
+    variants = 1 if option == "do_not_specialize" else 2  # on alignment only, n=1 stays a constexpr
+    assert len(k.cache) == variants and len(general_launches) == variants
 
 
 def test_taking_variants_out_of_the_cache_forgets_their_launches(fake_torch, general_launches):

@@ -323,9 +323,20 @@ class NotFast(Exception):
 Spec = Callable[[Any], tuple[Hashable, Any]]
 
 
+# A dispatch key with ``divisibility=16`` -> the key of the same type and place without it.
+_UNDIVIDED: dict[str, str] = {}
+
+
+def _key_pair(type_name: str, place: Optional[str] = None, device: Optional[int] = None) -> tuple[str, str]:
+    """The dispatch keys of a type (at a place) without and with
+    ``{divisibility: 16}``: index them with ``n % 16 == 0``."""
+    pair = dispatch_text(type_name, (), place, device), dispatch_text(type_name, DIVISIBLE_16, place, device)
+    _UNDIVIDED[pair[1]] = pair[0]
+    return pair
+
+
 def _scalar_keys(t: ScalarType) -> tuple[str, str]:
-    """``t``'s dispatch keys without and with ``{divisibility: 16}``: index them with ``n % 16 == 0``."""
-    return dispatch_text(str(t), ()), dispatch_text(str(t), DIVISIBLE_16)
+    return _key_pair(str(t))
 
 
 _ONE_KEY = (None, int, 1)  # an int equal to 1 is a constexpr
@@ -377,8 +388,7 @@ def _array_keys(dtype: Any, device: int) -> tuple[str, str]:
     keys = _ARRAY_KEYS.get((dtype, device))
     if keys is None:
         name = str(_pointer_to(_elem_type_of(dtype, _dtype_name, "")))
-        keys = _ARRAY_KEYS[dtype, device] = (dispatch_text(name, (), "cuda", device),
-                                             dispatch_text(name, DIVISIBLE_16, "cuda", device))
+        keys = _ARRAY_KEYS[dtype, device] = _key_pair(name, "cuda", device)
     return keys
 
 
@@ -433,3 +443,29 @@ class _Specs(dict):
 
 SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec, type(None): _none_spec})
 SPECS.update({np_type: _numpy_scalar_spec(t) for t, np_type in _NUMPY_SCALAR.items()})
+
+
+class _UnspecializedSpecs(dict):
+    """Exact type -> a spec giving the key and value ``without_specialization``
+    leaves of ``SPECS``' (``keep_one``: an int equal to 1 stays a constexpr),
+    for the parameters ``@jit(do_not_specialize...)`` names."""
+
+    def __init__(self, keep_one: bool):
+        super().__init__()
+        self.keep_one = keep_one
+
+    def __missing__(self, t: type) -> Spec:
+        spec, keep_one = SPECS[t], self.keep_one
+
+        def unspecialized(v: Any) -> tuple[Hashable, Any]:
+            key, value = spec(v)
+            if key is _ONE_KEY and not keep_one:
+                return _I32_KEYS[0], value
+            return _UNDIVIDED.get(key, key), value
+
+        self[t] = unspecialized
+        return unspecialized
+
+
+#: For ``do_not_specialize`` parameters, and for ``do_not_specialize_on_alignment`` ones.
+UNSPECIALIZED_SPECS, UNALIGNED_SPECS = _UnspecializedSpecs(keep_one=False), _UnspecializedSpecs(keep_one=True)

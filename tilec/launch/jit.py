@@ -53,7 +53,7 @@ from .binder import make_binder, make_specializer
 from .compiler import OPTION_DEFAULTS, CompiledKernel, Options, check_target, compile_variant
 from .global_values import GlobalRead, check_globals, read_globals
 from .grid import Grid, grid_dims, normalize_grid
-from .params import kernel_params, unspecialize
+from .params import kernel_params, spec_tables, unspecialize
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
 
@@ -103,9 +103,8 @@ class JITFunction(KernelInterface):
         self.cache = VariantCache()
         self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
-        # The fast path's specs specialize every argument: a kernel that keeps some from it launches generally.
         self._unspecialized = any(p.do_not_specialize_on_alignment for p in self.params)
-        self._specialize = None if self._unspecialized else make_specializer(self.signature, self.constexprs)
+        self._specialize = make_specializer(self.signature, self.constexprs, spec_tables(self.params))
         # Parameters named like a launch option: a launch's keyword reaches both (Triton hands the value in).
         self._option_parameters = LAUNCH_OPTIONS & frozenset(self.signature.parameters)
         self._global_reads: Optional[tuple[GlobalRead, ...]] = None  # the globals compiled in, from the first compile

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Union
 
-from .args import KernelArg, without_specialization
+from .args import UNALIGNED_SPECS, UNSPECIALIZED_SPECS, KernelArg, without_specialization
 
 
 @dataclass(frozen=True)
@@ -69,3 +69,10 @@ def unspecialize(args: list[KernelArg], params: list[KernelParam]) -> list[Kerne
     return [without_specialization(a, keep_one=not p.do_not_specialize)
             if p.do_not_specialize_on_alignment and not p.is_constexpr else a
             for a, p in zip(args, params)]
+
+
+def spec_tables(params: list[KernelParam]) -> dict[str, dict]:
+    """The fast path's spec table of each parameter kept from specializing
+    (``binder.make_specializer``): it gives the keys ``unspecialize`` leaves."""
+    return {p.name: UNSPECIALIZED_SPECS if p.do_not_specialize else UNALIGNED_SPECS
+            for p in params if p.do_not_specialize_on_alignment and not p.is_constexpr}
