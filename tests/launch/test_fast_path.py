@@ -19,6 +19,7 @@ import tilec
 import tilec.language as tl
 from launch.fake_gpu import FLOAT16, FLOAT32, INT64, FakeCudaArray, FakeTensor, fake_torch, gpu  # noqa: F401
 from launch.kernels import add_kernel, fresh, scalars_kernel
+from launch.test_none_args import bias_kernel
 from tilec.launch.args import (
     SPECS, UNALIGNED_SPECS, UNSPECIALIZED_SPECS, NotFast, classify_arg, without_specialization,
 )
@@ -163,11 +164,15 @@ def general_launches(monkeypatch):
     return counted
 
 
+def expected_compiled(kernel, args, **options):
+    """The variant the general path picks for ``args``."""
+    classified = kernel._classify(kernel._bind(args, {}))
+    return kernel.cache[(tuple(a.key for a in classified), Options(**options), "sm_90")]
+
+
 def expected_frame(kernel, args, device=0, **options):
     """The launch frame of the variant the general path picks for ``args``, as loaded on ``device``."""
-    classified = kernel._classify(kernel._bind(args, {}))
-    compiled = kernel.cache[(tuple(a.key for a in classified), Options(**options), "sm_90")]
-    return compiled.runtime[device].frame
+    return expected_compiled(kernel, args, **options).runtime[device].frame
 
 
 def test_a_changed_specialization_takes_its_variant(fake_torch, general_launches):
@@ -207,6 +212,16 @@ def test_unspecialized_parameters_take_the_fast_path(fake_torch, general_launche
         assert fake_torch.launches[-1]["frame"] is expected_frame(k, args)
     variants = 1 if option == "do_not_specialize" else 2  # on alignment only, n=1 stays a constexpr
     assert len(k.cache) == variants and len(general_launches) == variants
+
+
+def test_none_arguments_take_the_fast_path_with_their_own_variant(fake_torch, general_launches):
+    k = fresh(bias_kernel)
+    x = FakeTensor(BASE)
+    for bias in (None, x, None, x):
+        args = (x, bias, None, x, 600, 64)
+        assert k[(1,)](*args) is expected_compiled(k, args)
+        assert fake_torch.launches[-1]["frame"] is expected_frame(k, args)
+    assert len(general_launches) == len(k.cache) == 2
 
 
 def test_taking_variants_out_of_the_cache_forgets_their_launches(fake_torch, general_launches):
