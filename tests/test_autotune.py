@@ -347,6 +347,9 @@ def test_warmup_compiles_every_config_and_launches_nothing(bench_calls):
     wrapped = tilec.autotune(configs, key=["n"])(tilec.heuristics({"BLOCK": lambda a: 64})(scale_kernel()))
     handles = wrapped.warmup(x, out, 300, grid=grid)
     assert [h.specs[3].value for h in handles] == [64, 64] and (out == 0).all()
+    assert len(wrapped.run(x, out, 300, grid=grid, warmup=True)) == 2 and (out == 0).all()
+    wrapped.run(x, out, 300, grid=grid, warmup=False)  # as Triton's `kernel[grid]` calls it
+    np.testing.assert_array_equal(out, 2 * x)
 
 
 # --- parallel compiles --------------------------------------------------------------------------

@@ -138,7 +138,10 @@ class Heuristics(KernelWrapper):
         super().__init__(fn, arg_names)
         self.values = dict(values)
 
-    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+        """Launch ``fn`` with the heuristics' values added (``warmup``: compile only)."""
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         return self.fn.run(*args, grid=grid, **self.resolve(args, kwargs))
 
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
@@ -219,7 +222,11 @@ class Autotuner(KernelWrapper):
         return names
 
     # --- a launch ------------------------------------------------------------------
-    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+        """Launch the config chosen for these arguments (tuning first when
+        none is), or with ``warmup`` compile every config and launch nothing."""
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         conflicts = sorted(set(kwargs) & {k for c in self.configs for k in c.kwargs})
         if conflicts:
             raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure that you don't "
