@@ -348,10 +348,13 @@ class VariantCache(MutableMapping):
         return f"VariantCache({self._variants!r})"
 
 
+_NO_OPTIONS: frozenset = frozenset()
+
+
 def options_key(options: dict) -> frozenset:
     """The launch options given, as part of a fast-path key: with their types,
     since True == 1 and 1 == 1.0 but only some of them are valid options."""
-    return frozenset((n, type(v), v) for n, v in options.items())
+    return frozenset((n, type(v), v) for n, v in options.items()) if options else _NO_OPTIONS
 
 
 def code_options(options: dict, kernel: str) -> Options:
