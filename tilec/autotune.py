@@ -71,17 +71,19 @@ class Config:
         self.pre_hook = pre_hook
 
     def all_kwargs(self) -> dict[str, Any]:
-        """What a launch of this config passes: the meta-parameters and the
-        options (``num_ctas`` and ``maxnreg`` only when not their defaults)."""
-        options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
-        if self.num_ctas != 1:
-            options["num_ctas"] = self.num_ctas
+        """What a launch of this config passes, as Triton's: the meta-parameters
+        and the options (``maxnreg`` only when set)."""
+        options = {"num_warps": self.num_warps, "num_ctas": self.num_ctas, "num_stages": self.num_stages}
         if self.maxnreg is not None:
             options["maxnreg"] = self.maxnreg
         return {**self.kwargs, **options}
 
     def __str__(self) -> str:
-        return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items())
+        """The meta-parameters and options, leaving out ``num_ctas`` and
+        ``maxnreg`` at their defaults (what progress lines and errors show)."""
+        shown = {k: v for k, v in self.all_kwargs().items() if (k, v) != ("num_ctas", 1)}
+        order = [*self.kwargs, "num_warps", "num_stages", "num_ctas", "maxnreg"]
+        return ", ".join(f"{k}: {shown[k]}" for k in order if k in shown)
 
     def __repr__(self) -> str:
         return f"Config({self})"

@@ -161,7 +161,10 @@ def test_configs_take_num_ctas_and_maxnreg():
     kernel[lambda meta: (tilec.cdiv(100, meta["BLOCK"]),)](a, b, c, out, 100)
     np.testing.assert_array_equal(out, a * b + c)
     assert list(kernel.skipped) == [configs[1]] and "num_ctas=2" in kernel.skipped[configs[1]]
-    assert configs[0].all_kwargs() == {"BLOCK": 16, "num_warps": 4, "num_stages": 3, "maxnreg": 32}
+    assert configs[0].all_kwargs() == {"BLOCK": 16, "num_warps": 4, "num_ctas": 1, "num_stages": 3, "maxnreg": 32}
+    assert configs[2].all_kwargs() == {"BLOCK": 64, "enable_fp_fusion": False, "num_warps": 4, "num_ctas": 1,
+                                       "num_stages": 3}  # Triton's: a perf_model may take num_ctas
+    assert str(configs[0]) == "BLOCK: 16, num_warps: 4, num_stages: 3, maxnreg: 32"
     assert str(configs[1]) == "BLOCK: 32, num_warps: 4, num_stages: 3, num_ctas: 2"
 
 
