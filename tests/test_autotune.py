@@ -214,6 +214,23 @@ def test_reset_to_zero_zeroes_the_accumulator_before_every_run(reset, bench_call
 
 
 @tilec.jit
+def maybe_sum_into(x_ptr, total_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if total_ptr is not None:
+        tl.atomic_add(total_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+
+def test_reset_and_restore_skip_arguments_passed_as_none(bench_calls):
+    kernel = tilec.autotune(CONFIGS, key=["n"], reset_to_zero=["total_ptr"], restore_value=["total_ptr"],
+                            **FAST)(tilec.jit(maybe_sum_into.fn))
+    x = np.arange(200, dtype=np.float32)
+    kernel[grid](x, None, 200)
+    total = np.full(1, 5, np.float32)
+    kernel[grid](x, total, 100)
+    assert total[0] == x[:100].sum()  # zeroed before the launch that follows tuning, which adds once
+
+
+@tilec.jit
 def add_one_in_place(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)

@@ -336,7 +336,7 @@ class Autotuner(KernelWrapper):
     def _bench_all(self, configs: Sequence[Config], args: Sequence, kwargs: dict, grid: Any,
                    plans: dict[Config, LaunchPlan], progress: "Progress") -> dict[Config, list[float]]:
         named = self.named_args(args, kwargs)
-        saved = {name: copy_array(named[name]) for name in self.restore_value}
+        saved = {name: copy_array(named[name]) for name in self.restore_value if named[name] is not None}
         place = next(iter(plans.values())).place if plans else "cuda"
         timings = {}
         for i, config in enumerate(configs):
@@ -380,8 +380,10 @@ class Autotuner(KernelWrapper):
         return list(timing) if isinstance(timing, (list, tuple)) else [timing]
 
     def _zero(self, named: dict) -> None:
+        """Zero the ``reset_to_zero`` arrays (an optional one passed as None has nothing to zero)."""
         for name in self.reset_to_zero:
-            zero_array(named[name])
+            if named[name] is not None:
+                zero_array(named[name])
 
     # --- the choice on disk ----------------------------------------------------------------
     def _disk_key(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[str]:
