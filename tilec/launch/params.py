@@ -22,7 +22,8 @@ from .args import UNALIGNED_SPECS, UNSPECIALIZED_SPECS, KernelArg, without_speci
 class KernelParam:
     """One parameter: its position ``num``, ``name``, ``annotation`` and
     ``default`` (``inspect.Parameter.empty`` when it has none), whether it is
-    a ``tl.constexpr`` and what specialization it is kept from."""
+    a ``tl.constexpr`` and what specialization it is kept from (a
+    ``do_not_specialize`` one is kept from alignment's too)."""
 
     num: int
     name: str
