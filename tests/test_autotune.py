@@ -214,6 +214,23 @@ def test_reset_to_zero_zeroes_the_accumulator_before_every_run(reset, bench_call
 
 
 @tilec.jit
+def maybe_sum_into(x_ptr, total_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if total_ptr is not None:
+        tl.atomic_add(total_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+
+def test_reset_and_restore_skip_arguments_passed_as_none(bench_calls):
+    kernel = tilec.autotune(CONFIGS, key=["n"], reset_to_zero=["total_ptr"], restore_value=["total_ptr"],
+                            **FAST)(tilec.jit(maybe_sum_into.fn))
+    x = np.arange(200, dtype=np.float32)
+    kernel[grid](x, None, 200)
+    total = np.full(1, 5, np.float32)
+    kernel[grid](x, total, 100)
+    assert total[0] == x[:100].sum()  # zeroed before the launch that follows tuning, which adds once
+
+
+@tilec.jit
 def add_one_in_place(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
@@ -297,12 +314,59 @@ def test_prune_configs_by_perf_model_and_early_prune(bench_calls):
 
 def test_arguments_of_autotune_are_checked():
     with pytest.raises(TypeError, match=r"\['m'\] are not arguments of `scale`"):
-        tilec.autotune(CONFIGS, key=["m"])(scale_kernel())
+        tilec.autotune(CONFIGS, key=["n"], reset_to_zero=["m"])(scale_kernel())
     with pytest.raises(TypeError, match="unknown prune_configs_by keys"):
         tilec.autotune(CONFIGS, key=["n"], prune_configs_by={"topk": 1})(scale_kernel())
-    with pytest.raises(tilec.TilecError, match="num_ctas"):
-        tilec.Config({}, num_ctas=2)
     assert str(tilec.Config({"BLOCK": 8}, num_warps=2)) == "BLOCK: 8, num_warps: 2, num_stages: 3"
+
+
+def test_autotune_key_naming_no_argument_warns_and_tunes_on_the_rest(bench_calls):
+    with pytest.warns(UserWarning, match=r"key=...\): \['m'\] are not arguments of `scale`.*ignores them"):
+        kernel = tilec.autotune(CONFIGS, key=["m", "n"], **FAST)(scale_kernel())
+    assert kernel.keys == ["n"]
+    for n in (300, 300, 200):
+        x, out = data(n)
+        kernel[grid](x, out, n)
+        np.testing.assert_array_equal(out, 2 * x)
+    assert len(bench_calls) == 2 * len(CONFIGS)
+
+
+def test_tritons_positional_autotuner_and_heuristics_constructors(bench_calls):
+    base = scale_kernel()
+    names = ["x_ptr", "out_ptr", "n", "BLOCK"]
+    kernel = tilec.Autotuner(base, names, CONFIGS, ["n"], None, None, None, None, None, 1, 1, False, None, False)
+    assert (kernel.num_warmups, kernel.num_reps, kernel.cache_results, kernel.use_cuda_graph) == (1, 1, False, False)
+    x, out = data(300)
+    kernel[grid](x, out, 300)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert len(bench_calls) == len(CONFIGS) and kernel.best_config in CONFIGS
+    even = tilec.Heuristics(base, names, {"BLOCK": lambda args: 64})
+    x, out = data(100)
+    even[grid](x, out, 100)
+    np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(TypeError, match=r"arg_names \['x'\] are not the parameters of `scale`"):
+        tilec.Heuristics(base, ["x"], {})
+
+
+def test_autotuner_defaults_are_tritons():
+    kernel = tilec.Autotuner(scale_kernel(), None, CONFIGS, ["n"])
+    assert (kernel.num_warmups, kernel.num_reps, kernel.cache_results, kernel.reset_to_zero, kernel.restore_value) == (
+        25, 100, False, [], [])
+
+
+def test_warmup_compiles_every_config_and_launches_nothing(bench_calls):
+    kernel = tuned()
+    x, out = data(300)
+    handles = kernel.warmup(x, out, 300, grid=grid)
+    assert [h.metadata.num_warps for h in handles] == [1, 2, 4] and not bench_calls and (out == 0).all()
+    assert len(kernel.jit_function.cache) == 3
+    configs = [tilec.Config({}, num_warps=1), tilec.Config({}, num_warps=2)]
+    wrapped = tilec.autotune(configs, key=["n"])(tilec.heuristics({"BLOCK": lambda a: 64})(scale_kernel()))
+    handles = wrapped.warmup(x, out, 300, grid=grid)
+    assert [h.specs[3].value for h in handles] == [64, 64] and (out == 0).all()
+    assert len(wrapped.run(x, out, 300, grid=grid, warmup=True)) == 2 and (out == 0).all()
+    wrapped.run(x, out, 300, grid=grid, warmup=False)  # as Triton's `kernel[grid]` calls it
+    np.testing.assert_array_equal(out, 2 * x)
 
 
 # --- parallel compiles --------------------------------------------------------------------------

@@ -15,12 +15,13 @@ Importing tilec is cheap: the front end, the interpreter and LLVM load on first 
 """
 from . import language  # noqa: F401
 from .errors import CompilationError, InterpreterError, OutOfResources, TilecError  # noqa: F401
-from .launch import CompiledKernel, JITFunction, cdiv, jit, next_power_of_2  # noqa: F401
-from .autotune import Config, autotune, heuristics  # noqa: F401
+from .launch import CompiledKernel, JITFunction, KernelInterface, cdiv, jit, next_power_of_2  # noqa: F401
+from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "jit", "JITFunction", "CompiledKernel", "cdiv", "next_power_of_2", "autotune", "Config", "heuristics",
+    "jit", "JITFunction", "KernelInterface", "CompiledKernel", "cdiv", "next_power_of_2", "autotune", "Config",
+    "heuristics", "Autotuner", "Heuristics",
     "CompilationError", "InterpreterError", "OutOfResources", "TilecError", "language", "__version__",
 ]

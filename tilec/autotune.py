@@ -38,13 +38,14 @@ import contextlib
 import logging
 import os
 import sys
+import warnings
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from . import testing
 from .errors import CompilationError, OutOfResources, TilecError
 from .launch import cache
 from .launch.cache_entry import EntryError, expect, is_int, pack_entry, unpack_entry
-from .launch.jit import JITFunction, LaunchPlan
+from .launch.jit import JITFunction, KernelInterface, LaunchPlan
 
 log = logging.getLogger("tilec.autotune")
 
@@ -57,42 +58,52 @@ TUNING_FORMAT = 1
 
 class Config:
     """One point of the search: meta-parameter values (``kwargs``, passed to the
-    kernel as constexprs), ``num_warps``, ``num_stages`` and an optional
+    kernel as constexprs; a launch option such as ``enable_fp_fusion`` may be
+    among them), the launch options ``num_warps``, ``num_stages``,
+    ``num_ctas`` and ``maxnreg`` (checked at launch, as a launch's: a config
+    with ``num_ctas=2`` is skipped with the reason), and an optional
     ``pre_hook(args)`` run before each launch of this config."""
 
     def __init__(self, kwargs: dict, num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
                  maxnreg: Optional[int] = None, pre_hook: Optional[Callable[[dict], Any]] = None):
-        if num_ctas != 1 or maxnreg is not None:
-            raise TilecError("tilec.Config: num_ctas (thread-block clusters) and maxnreg are not supported yet; "
-                             "leave them out")
         self.kwargs = dict(kwargs)
         self.num_warps, self.num_stages, self.num_ctas, self.maxnreg = num_warps, num_stages, num_ctas, maxnreg
         self.pre_hook = pre_hook
 
     def all_kwargs(self) -> dict[str, Any]:
-        """What a launch of this config passes: the meta-parameters and the options."""
-        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        """What a launch of this config passes, as Triton's: the meta-parameters
+        and the options (``maxnreg`` only when set)."""
+        options = {"num_warps": self.num_warps, "num_ctas": self.num_ctas, "num_stages": self.num_stages}
+        if self.maxnreg is not None:
+            options["maxnreg"] = self.maxnreg
+        return {**self.kwargs, **options}
 
     def __str__(self) -> str:
-        return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items())
+        """The meta-parameters and options, leaving out ``num_ctas`` and
+        ``maxnreg`` at their defaults (what progress lines and errors show)."""
+        shown = {k: v for k, v in self.all_kwargs().items() if (k, v) != ("num_ctas", 1)}
+        order = [*self.kwargs, "num_warps", "num_stages", "num_ctas", "maxnreg"]
+        return ", ".join(f"{k}: {shown[k]}" for k in order if k in shown)
 
     def __repr__(self) -> str:
         return f"Config({self})"
 
 
-class KernelWrapper:
+class KernelWrapper(KernelInterface):
     """What ``autotune`` and ``heuristics`` wrap a kernel with: launched as
-    ``kernel[grid](...)``, they pass the launch on to ``fn`` with more keywords."""
+    ``kernel[grid](...)``, they pass the launch on to ``fn`` with more keywords.
+    ``arg_names`` (Triton's constructors take them) must be the kernel's
+    parameters when given: tilec reads them from its signature."""
 
-    def __init__(self, fn: Any):
+    def __init__(self, fn: Any, arg_names: Optional[Sequence[str]] = None):
         self.fn = fn
         self.jit_function = innermost_jit(fn)
         self.arg_names = list(self.jit_function.signature.parameters)
+        if arg_names is not None and list(arg_names) != self.arg_names:
+            raise TypeError(f"{type(self).__name__}: arg_names {list(arg_names)} are not the parameters of "
+                            f"`{self.jit_function.__name__}` ({', '.join(self.arg_names)})")
         self.__name__ = self.jit_function.__name__
         self.__doc__ = self.jit_function.__doc__
-
-    def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TilecError(f"kernel `{self.__name__}` is launched with a grid, `{self.__name__}[grid](...)`")
@@ -122,14 +133,22 @@ def innermost_jit(fn: Any) -> JITFunction:
 
 class Heuristics(KernelWrapper):
     """``values``: meta-parameter name -> function of every argument by name
-    (autotuned ones included) giving its value, computed in order at each launch."""
+    (autotuned ones included) giving its value, computed in order at each launch.
+    Constructed as Triton's: ``Heuristics(fn, arg_names, values)``."""
 
-    def __init__(self, fn: Any, values: dict[str, Callable[[dict], Any]]):
-        super().__init__(fn)
+    def __init__(self, fn: Any, arg_names: Optional[Sequence[str]], values: dict[str, Callable[[dict], Any]]):
+        super().__init__(fn, arg_names)
         self.values = dict(values)
 
-    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+        """Launch ``fn`` with the heuristics' values added (``warmup``: compile only)."""
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         return self.fn.run(*args, grid=grid, **self.resolve(args, kwargs))
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
+        """What ``fn.warmup`` gives for these arguments, the heuristics' values added."""
+        return self.fn.warmup(*args, grid=grid, **self.resolve(args, kwargs))
 
     def resolve(self, args: Sequence, kwargs: dict) -> dict[str, Any]:
         """``kwargs`` with every heuristic's value added."""
@@ -143,7 +162,7 @@ def heuristics(values: dict[str, Callable[[dict], Any]]) -> Callable[[Any], Heur
     """Decorator: compute meta-parameters from the arguments (Triton's ``triton.heuristics``)."""
     if not isinstance(values, dict) or not all(callable(f) for f in values.values()):
         raise TypeError("tilec.heuristics takes a dict of meta-parameter name -> function(args)")
-    return lambda fn: Heuristics(fn, values)
+    return lambda fn: Heuristics(fn, None, values)
 
 
 # --------------------------------------------------------------------------- #
@@ -154,18 +173,23 @@ class Autotuner(KernelWrapper):
     """A kernel with configs to choose from (see the module doc).  ``cache``:
     tuning key -> chosen ``Config``; ``best_config``: the last launch's;
     ``configs_timings``: the last tuning's ``{Config: [median, p20, p80] ms}``;
-    ``skipped``: the last tuning's ``{Config: reason}``."""
+    ``skipped``: the last tuning's ``{Config: reason}``.
 
-    def __init__(self, fn: Any, configs: Sequence[Config], key: Sequence[str],
-                 prune_configs_by: Optional[dict] = None, reset_to_zero: Optional[Sequence[str]] = None,
-                 restore_value: Optional[Sequence[str]] = None, pre_hook: Optional[Callable] = None,
-                 post_hook: Optional[Callable] = None, warmup: float = 25, rep: float = 100,
-                 do_bench: Optional[Callable] = None, cache_results: bool = True):
-        super().__init__(fn)
+    The constructor is Triton's, positions included; ``warmup``/``rep`` left
+    None are 25 and 100 ms; ``use_cuda_graph`` is accepted and each config
+    timed with ``testing.do_bench`` all the same (tilec has no CUDA-graph timer)."""
+
+    def __init__(self, fn: Any, arg_names: Optional[Sequence[str]], configs: Sequence[Config], key: Sequence[str],
+                 reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
+                 pre_hook: Optional[Callable] = None, post_hook: Optional[Callable] = None,
+                 prune_configs_by: Optional[dict] = None, warmup: Optional[float] = None,
+                 rep: Optional[float] = None, use_cuda_graph: bool = False, do_bench: Optional[Callable] = None,
+                 cache_results: bool = False):
+        super().__init__(fn, arg_names)
         self.configs = list(configs) or [Config({})]
         if not all(isinstance(c, Config) for c in self.configs):
             raise TypeError(f"tilec.autotune: configs must be tilec.Config objects, got {self.configs!r}")
-        self.keys = self._known_names(key, "key")
+        self.keys = self._key_names(key)
         self.reset_to_zero = self._known_names(reset_to_zero or [], "reset_to_zero")
         self.restore_value = self._known_names(restore_value or [], "restore_value")
         self.prune_configs_by = dict(prune_configs_by or {})
@@ -173,11 +197,23 @@ class Autotuner(KernelWrapper):
         if unknown:
             raise TypeError(f"tilec.autotune: unknown prune_configs_by keys {sorted(unknown)}; known: {PRUNE_KEYS}")
         self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
-        self.warmup, self.rep, self.do_bench, self.cache_results = warmup, rep, do_bench, cache_results
+        self.num_warmups, self.num_reps = 25 if warmup is None else warmup, 100 if rep is None else rep
+        self.use_cuda_graph, self.do_bench, self.cache_results = use_cuda_graph, do_bench, cache_results
         self.cache: dict[tuple, Config] = {}
         self.best_config: Optional[Config] = None
         self.configs_timings: Optional[dict[Config, list[float]]] = None
         self.skipped: dict[Config, str] = {}
+
+    def _key_names(self, names: Iterable[str]) -> list[str]:
+        """The ``key`` names that are arguments; any other is left out with a
+        warning (Triton leaves it out silently: real code names arguments a
+        kernel version no longer has)."""
+        names = [names] if isinstance(names, str) else list(names)
+        unknown = [n for n in names if n not in self.arg_names]
+        if unknown:
+            warnings.warn(f"tilec.autotune(key=...): {unknown} are not arguments of `{self.__name__}` "
+                          f"({', '.join(self.arg_names)}); tuning ignores them", stacklevel=4)
+        return [n for n in names if n in self.arg_names]
 
     def _known_names(self, names: Iterable[str], what: str) -> list[str]:
         names = [names] if isinstance(names, str) else list(names)
@@ -188,7 +224,11 @@ class Autotuner(KernelWrapper):
         return names
 
     # --- a launch ------------------------------------------------------------------
-    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+        """Launch the config chosen for these arguments (tuning first when
+        none is), or with ``warmup`` compile every config and launch nothing."""
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         conflicts = sorted(set(kwargs) & {k for c in self.configs for k in c.kwargs})
         if conflicts:
             raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure that you don't "
@@ -205,6 +245,12 @@ class Autotuner(KernelWrapper):
     def tuning_key(self, named: dict[str, Any]) -> tuple:
         """Triton's: the ``key`` arguments' values, then the dtype of every argument that has one."""
         return tuple([named[k] for k in self.keys] + [str(v.dtype) for v in named.values() if hasattr(v, "dtype")])
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> list[Any]:
+        """Compile every config that pruning keeps for these arguments and
+        launch nothing (Triton's ``warmup``): one handle per config."""
+        return [self.fn.warmup(*args, grid=grid, **kwargs, **config.all_kwargs())
+                for config in self.prune_configs(args, kwargs)]
 
     def _launch(self, config: Config, args: Sequence, kwargs: dict, grid: Any) -> Any:
         if config.pre_hook is not None:
@@ -276,8 +322,7 @@ class Autotuner(KernelWrapper):
             fn = fn.fn
         if not isinstance(fn, JITFunction):
             return None  # an autotuner inside an autotuner: its launches compile as they go
-        options = final.pop("num_warps"), final.pop("num_stages")
-        return fn.plan(args, final, *options)
+        return fn.plan(args, final)
 
     def _any_plan(self, args: Sequence, kwargs: dict) -> Optional[LaunchPlan]:
         """A plan of the first config that plans (they all run where the arrays are)."""
@@ -291,7 +336,7 @@ class Autotuner(KernelWrapper):
     def _bench_all(self, configs: Sequence[Config], args: Sequence, kwargs: dict, grid: Any,
                    plans: dict[Config, LaunchPlan], progress: "Progress") -> dict[Config, list[float]]:
         named = self.named_args(args, kwargs)
-        saved = {name: copy_array(named[name]) for name in self.restore_value}
+        saved = {name: copy_array(named[name]) for name in self.restore_value if named[name] is not None}
         place = next(iter(plans.values())).place if plans else "cuda"
         timings = {}
         for i, config in enumerate(configs):
@@ -330,13 +375,15 @@ class Autotuner(KernelWrapper):
             timing = self.do_bench(kernel_call, quantiles=QUANTILES)
         else:
             device = "host" if place == "host" else "cuda"
-            timing = testing.do_bench(kernel_call, warmup=self.warmup, rep=self.rep, quantiles=QUANTILES,
+            timing = testing.do_bench(kernel_call, warmup=self.num_warmups, rep=self.num_reps, quantiles=QUANTILES,
                                       device=device)
         return list(timing) if isinstance(timing, (list, tuple)) else [timing]
 
     def _zero(self, named: dict) -> None:
+        """Zero the ``reset_to_zero`` arrays (an optional one passed as None has nothing to zero)."""
         for name in self.reset_to_zero:
-            zero_array(named[name])
+            if named[name] is not None:
+                zero_array(named[name])
 
     # --- the choice on disk ----------------------------------------------------------------
     def _disk_key(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[str]:
@@ -394,13 +441,13 @@ def stored_choice(payload: bytes, configs: Sequence[Config]) -> Config:
 
 def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Optional[dict] = None,
              reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
-             pre_hook: Optional[Callable] = None, post_hook: Optional[Callable] = None, warmup: float = 25,
-             rep: float = 100, do_bench: Optional[Callable] = None,
-             cache_results: bool = True) -> Callable[[Any], Autotuner]:
+             pre_hook: Optional[Callable] = None, post_hook: Optional[Callable] = None,
+             warmup: Optional[float] = None, rep: Optional[float] = None, use_cuda_graph: bool = False,
+             do_bench: Optional[Callable] = None, cache_results: bool = True) -> Callable[[Any], Autotuner]:
     """Decorator: choose the fastest of ``configs`` for each value of the ``key``
     arguments (Triton's ``triton.autotune``; see the module doc for what is more)."""
-    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook,
-                                post_hook, warmup, rep, do_bench, cache_results)
+    return lambda fn: Autotuner(fn, None, configs, key, reset_to_zero, restore_value, pre_hook, post_hook,
+                                prune_configs_by, warmup, rep, use_cuda_graph, do_bench, cache_results)
 
 
 def wrapper_chain(fn: Any) -> list[Any]:

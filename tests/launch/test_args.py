@@ -212,10 +212,10 @@ def test_unsupported_values_are_named(value, name):
     assert str(e.value) == f"argument `x` of kernel `k`: expected an array or a scalar, got {name}"
 
 
-def test_none_needs_a_constexpr():
-    with pytest.raises(TypeError, match="argument `x` of kernel `k`: got None, which only a tl.constexpr"):
-        classify(None)
-    assert classify(None, constexpr=True).value is None
+def test_none_is_a_constexpr_none_for_any_parameter():
+    for constexpr in (False, True):
+        a = classify(None, constexpr=constexpr)
+        assert a.is_constexpr and a.value is None and a.key == (None, type(None), None)
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "float128", "object", "datetime64[s]"])

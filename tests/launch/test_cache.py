@@ -54,7 +54,7 @@ def load_module(path: Path, source: str, name: str):
 
 def add_key(kernel, n: int = 64, num_warps: int = 4, target: str = "host", **constexprs) -> str:
     x, y, out = vectors(n)
-    plan = kernel.plan((x, y, out, n), constexprs, num_warps)
+    plan = kernel.plan((x, y, out, n), {**constexprs, "num_warps": num_warps})
     return cache.kernel_key(kernel.fn, plan.args, plan.options, target)
 
 

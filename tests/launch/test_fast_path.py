@@ -15,10 +15,14 @@ import time
 import numpy as np
 import pytest
 
+import tilec
 import tilec.language as tl
 from launch.fake_gpu import FLOAT16, FLOAT32, INT64, FakeCudaArray, FakeTensor, fake_torch, gpu  # noqa: F401
 from launch.kernels import add_kernel, fresh, scalars_kernel
-from tilec.launch.args import SPECS, NotFast, classify_arg
+from launch.test_none_args import bias_kernel
+from tilec.launch.args import (
+    SPECS, UNALIGNED_SPECS, UNSPECIALIZED_SPECS, NotFast, classify_arg, without_specialization,
+)
 from tilec.launch.binder import make_binder, make_specializer
 from tilec.launch.compiler import Options
 from tilec.launch.jit import JITFunction
@@ -28,7 +32,7 @@ BASE = 0x7F00_0000_0000
 
 SCALARS = [
     0, 1, 2, 16, -16, 17, 24, 2**31 - 1, 2**31, -2**31, -2**31 - 16, 2**40, 2**63 - 16, 2**63, 2**64 - 16, 2**64 - 1,
-    True, False, 0.0, -2.5, 1e-45, 3.4e38, -3.4028234663852886e38,
+    None, True, False, 0.0, -2.5, 1e-45, 3.4e38, -3.4028234663852886e38,
     np.int8(-3), np.int16(32), np.int32(48), np.int64(2**40), np.uint8(255), np.uint16(16), np.uint32(7),
     np.uint64(2**63), np.float16(1.5), np.float32(0.1), np.float64(1e300), np.bool_(True),
 ]
@@ -80,7 +84,21 @@ def test_each_spec_agrees_with_classify_arg(fake_torch, value):
     a = classify_arg("x", value, False, "k")
     assert key == a.dispatch_key
     if a.is_constexpr:
-        assert launch_value == a.value == 1
+        assert launch_value == a.value
+    else:
+        assert packed(a, launch_value) == packed(a, a.value)
+
+
+@pytest.mark.parametrize("keep_one", [False, True])
+@pytest.mark.parametrize("value", SCALARS + TENSORS, ids=describe)
+def test_each_unspecialized_spec_agrees_with_classify_arg(fake_torch, value, keep_one):
+    """The specs of ``do_not_specialize`` (and ``..._on_alignment``) parameters."""
+    table = UNALIGNED_SPECS if keep_one else UNSPECIALIZED_SPECS
+    key, launch_value = table[type(value)](value)
+    a = without_specialization(classify_arg("x", value, False, "k"), keep_one)
+    assert key == a.dispatch_key
+    if a.is_constexpr:
+        assert launch_value == a.value
     else:
         assert packed(a, launch_value) == packed(a, a.value)
 
@@ -146,11 +164,15 @@ def general_launches(monkeypatch):
     return counted
 
 
+def expected_compiled(kernel, args, **options):
+    """The variant the general path picks for ``args``."""
+    classified = kernel._classify(kernel._bind(args, {}))
+    return kernel.cache[(tuple(a.key for a in classified), Options(**options), "sm_90")]
+
+
 def expected_frame(kernel, args, device=0, **options):
     """The launch frame of the variant the general path picks for ``args``, as loaded on ``device``."""
-    classified = kernel._classify(kernel._bind(args, {}))
-    compiled = kernel.cache[(tuple(a.key for a in classified), Options(**options), "sm_90")]
-    return compiled.runtime[device].frame
+    return expected_compiled(kernel, args, **options).runtime[device].frame
 
 
 def test_a_changed_specialization_takes_its_variant(fake_torch, general_launches):
@@ -177,6 +199,29 @@ def test_a_changed_specialization_takes_its_variant(fake_torch, general_launches
     k[(2,)](x, y, out, 624)  # divisible again, another size: the second case's variant, without a look at it
     assert len(general_launches) == len(cases) and fake_torch.launches[-1]["frame"] is \
         expected_frame(k, (x, y, out, 608))
+
+
+@pytest.mark.parametrize("option", ["do_not_specialize", "do_not_specialize_on_alignment"])
+def test_unspecialized_parameters_take_the_fast_path(fake_torch, general_launches, option):
+    k = tilec.jit(**{option: ["x_ptr", "n"]})(add_kernel.fn)
+    y, out = FakeTensor(BASE + 0x100), FakeTensor(BASE + 0x200)
+    sizes = [(BASE, 600), (BASE + 4, 608), (BASE + 16, 1), (BASE + 8, 624), (BASE, 1)]
+    for address, n in sizes:
+        args = (FakeTensor(address), y, out, n)
+        k[(2,)](*args)
+        assert fake_torch.launches[-1]["frame"] is expected_frame(k, args)
+    variants = 1 if option == "do_not_specialize" else 2  # on alignment only, n=1 stays a constexpr
+    assert len(k.cache) == variants and len(general_launches) == variants
+
+
+def test_none_arguments_take_the_fast_path_with_their_own_variant(fake_torch, general_launches):
+    k = fresh(bias_kernel)
+    x = FakeTensor(BASE)
+    for bias in (None, x, None, x):
+        args = (x, bias, None, x, 600, 64)
+        assert k[(1,)](*args) is expected_compiled(k, args)
+        assert fake_torch.launches[-1]["frame"] is expected_frame(k, args)
+    assert len(general_launches) == len(k.cache) == 2
 
 
 def test_taking_variants_out_of_the_cache_forgets_their_launches(fake_torch, general_launches):
@@ -227,7 +272,7 @@ def test_options_a_grid_lambda_and_streams_on_the_fast_path(fake_torch, general_
     (lambda k, x: k[(1,)](x, x, x, 4096, num_stages=np.int64(3)), ValueError, "num_stages must be a positive int"),
     (lambda k, x: k[(1,)](x, x, x), TypeError, r"kernel `add_kernel`\(x_ptr.*missing a required argument: 'n'"),
     (lambda k, x: k[(1,)](x, x, x, 4096, BLOCK=[64]), TypeError, "its value must be hashable"),
-    (lambda k, x: k[(1,)](x, x, x, None), TypeError, "argument `n` of kernel `add_kernel`: got None"),
+    (lambda k, x: k[(1,)](x, x, x, None), tilec.CompilationError, r"kernels\.py:\d+: .* got a Python NoneType"),
     (lambda k, x: k[(1,)](x, FakeTensor(device=1), x, 4096), ValueError, r"different devices \(cuda:0: `x_ptr`"),
     (lambda k, x: k[(-1,)](x, x, x, 4096), ValueError, "must not be negative"),
     (lambda k, x: k[lambda meta: (2.0,)](x, x, x, 4096), TypeError, "must hold ints, got float"),

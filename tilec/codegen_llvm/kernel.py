@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from llvmlite import ir as llir
 
@@ -61,10 +61,10 @@ class Ctx:
     thread's ids, the axis facts, and the shared-memory high-water mark."""
 
     def __init__(self, fn: Function, target: Target, num_warps: int, module: llir.Module,
-                 builder: llir.IRBuilder):
+                 builder: llir.IRBuilder, float_flags: tuple[str, ...] = ()):
         self.fn, self.target, self.num_warps = fn, target, num_warps
         self.module, self.b = module, builder
-        self.scalar = ScalarContext(builder, module, target.cpu)
+        self.scalar = ScalarContext(builder, module, target.cpu, float_flags)
         self.env: dict[Value, list] = {}
         self.axes = analyze_axes(fn)
         self.shared_bytes = 0
@@ -192,8 +192,11 @@ def param_type(t) -> llir.Type:
     return llvm_type(t)
 
 
-def lower(fn: Function, target: Target, num_warps: int) -> LLVMKernel:
-    """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``."""
+def lower(fn: Function, target: Target, num_warps: int, fp_fusion: bool = True,
+          maxnreg: Optional[int] = None) -> LLVMKernel:
+    """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``:
+    float add, sub and mul may fuse into fmas when ``fp_fusion``; ``maxnreg``
+    caps the registers of a thread (``.maxnreg``)."""
     from . import async_copy, control, debug, dot, elementwise, memory, mma, reduce, shuffle  # noqa: F401  (rules)
 
     module = llir.Module(fn.name)
@@ -202,15 +205,17 @@ def lower(fn: Function, target: Target, num_warps: int) -> LLVMKernel:
                            fn.name)
     kernel.calling_convention = "ptx_kernel"
     builder = llir.IRBuilder(kernel.append_basic_block("entry"))
-    ctx = Ctx(fn, target, num_warps, module, builder)
+    ctx = Ctx(fn, target, num_warps, module, builder, ("contract",) if fp_fusion else ())
     for a, p in zip(fn.args, kernel.args):
         p.name = fn.arg_names[a.index] if a.index < len(fn.arg_names) else f"arg{a.index}"
         is_bool = isinstance(a.type, ScalarType) and a.type.is_bool
         ctx.env[a] = [builder.icmp_unsigned("!=", p, p.type(0)) if is_bool else p]
     ctx.lower_block(fn.body)
     builder.ret_void()
-    return LLVMKernel(fn.name, _with_kernel_attrs(str(module), fn.name, launch_bounds_attrs(num_warps)),
-                      ctx.shared_bytes)
+    attrs = launch_bounds_attrs(num_warps)
+    if maxnreg is not None:
+        attrs["nvvm.maxnreg"] = str(maxnreg)
+    return LLVMKernel(fn.name, _with_kernel_attrs(str(module), fn.name, attrs), ctx.shared_bytes)
 
 
 def _with_kernel_attrs(text: str, name: str, attrs: dict[str, str]) -> str:

@@ -62,11 +62,15 @@ def memory_type(t: ScalarType | PointerType) -> llir.Type:
 @dataclass
 class ScalarContext:
     """Where an emitter writes: ``arch`` is an NVIDIA arch (``"sm_80"``...) or
-    None/``"host"`` for host-JIT tests, which must get target-independent LLVM."""
+    None/``"host"`` for host-JIT tests, which must get target-independent LLVM.
+    ``float_flags`` are the fast-math flags of float arithmetic:
+    ``("contract",)`` lets LLVM fuse ``a * b + c`` into one fma
+    (``Options.enable_fp_fusion``)."""
 
     builder: llir.IRBuilder
     module: llir.Module
     arch: Optional[str] = None
+    float_flags: tuple[str, ...] = ()
 
     @property
     def on_gpu(self) -> bool:

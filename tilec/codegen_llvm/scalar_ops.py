@@ -38,10 +38,12 @@ def emit_scalar(ctx: ScalarContext, op: Op, args: list[llir.Value]) -> llir.Valu
 
 
 def _by_kind(float_fn, int_fn):
-    """An emitter applying ``float_fn`` or ``int_fn`` (``(builder, a, b)``) by operand type."""
+    """An emitter applying ``float_fn`` (with the context's fast-math flags) or
+    ``int_fn`` (``(builder, a, b)``) by operand type."""
     def emit(ctx, op, args):
-        fn = float_fn if operand_type(op).is_float else int_fn
-        return fn(ctx.builder, *args)
+        if operand_type(op).is_float:
+            return float_fn(ctx.builder, *args, flags=ctx.float_flags)
+        return int_fn(ctx.builder, *args)
     return emit
 
 

@@ -3,4 +3,4 @@ the variant cache, the NVIDIA compile pipeline and the launchers (the host
 interpreter, NVIDIA GPUs through cuda-python)."""
 from .compiler import CompiledKernel, KernelMetadata, Options  # noqa: F401
 from .grid import cdiv, next_power_of_2  # noqa: F401
-from .jit import JITFunction, jit  # noqa: F401
+from .jit import JITFunction, KernelInterface, jit  # noqa: F401

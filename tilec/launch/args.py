@@ -7,6 +7,8 @@ it, the value the launcher passes, and where its memory lives.
 * ``bool`` -> ``i1``; ``int`` -> ``i32`` if it fits, else ``i64`` (``u64`` from
   2**63 up); ``float`` -> ``f32`` (Triton's rule; a finite value beyond f32's range
   is an error, not inf); numpy scalars by their dtype;
+* ``None`` becomes a constexpr None, whatever the parameter (Triton's rule:
+  an optional pointer left out makes its own variant);
 * an ``int`` equal to 1 becomes a constexpr (as in Triton: code like
   ``offs * stride`` then folds away for contiguous inputs); an integer
   divisible by 16 carries ``("divisibility", 16)``;
@@ -118,6 +120,18 @@ def classify_arg(name: str, value: Any, constexpr: bool, kernel: str) -> KernelA
     raise TypeError(f"{where}: expected an array or a scalar, got {type(value).__name__}")
 
 
+def without_specialization(a: KernelArg, keep_one: bool) -> KernelArg:
+    """``a`` without what specialization promised about its value: being
+    divisible by 16 (an int's value, a pointer's alignment) and, unless
+    ``keep_one``, an int being 1 (it stays an ``i32``).  ``@jit``'s
+    ``do_not_specialize`` options ask for this (``params.py``)."""
+    if a.is_constexpr and not keep_one and type(a.value) is int and a.value == 1 and a.place is None:
+        return KernelArg(a.name, i32, np.int32(1))
+    if a.attrs:
+        return KernelArg(a.name, a.type, a.value, (), a.place, a.device)
+    return a
+
+
 def is_array(value: Any) -> bool:
     """True for anything ``classify_arg`` would pass as a pointer."""
     return any(accepts(value) for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS)
@@ -146,7 +160,9 @@ def _constexpr_arg(name: str, value: Any, where: str) -> KernelArg:
 
 
 def _none_arg(name: str, value: None, where: str) -> KernelArg:
-    raise TypeError(f"{where}: got None, which only a tl.constexpr parameter may take")
+    """None for any parameter is a constexpr None (Triton's rule): the variant
+    for it folds ``if ptr is not None:`` away at compile time."""
+    return KernelArg(name, None, None)
 
 
 def _bool_arg(name: str, value: Any, where: str) -> KernelArg:
@@ -307,12 +323,24 @@ class NotFast(Exception):
 Spec = Callable[[Any], tuple[Hashable, Any]]
 
 
+# A dispatch key with ``divisibility=16`` -> the key of the same type and place without it.
+_UNDIVIDED: dict[str, str] = {}
+
+
+def _key_pair(type_name: str, place: Optional[str] = None, device: Optional[int] = None) -> tuple[str, str]:
+    """The dispatch keys of a type (at a place) without and with
+    ``{divisibility: 16}``: index them with ``n % 16 == 0``."""
+    pair = dispatch_text(type_name, (), place, device), dispatch_text(type_name, DIVISIBLE_16, place, device)
+    _UNDIVIDED[pair[1]] = pair[0]
+    return pair
+
+
 def _scalar_keys(t: ScalarType) -> tuple[str, str]:
-    """``t``'s dispatch keys without and with ``{divisibility: 16}``: index them with ``n % 16 == 0``."""
-    return dispatch_text(str(t), ()), dispatch_text(str(t), DIVISIBLE_16)
+    return _key_pair(str(t))
 
 
 _ONE_KEY = (None, int, 1)  # an int equal to 1 is a constexpr
+_NONE_KEY = (None, type(None), None)  # so is None
 _I32_KEYS, _BOOL_KEY, _F32_KEY = _scalar_keys(i32), _scalar_keys(i1)[0], _scalar_keys(f32)[0]
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -325,6 +353,10 @@ def _int_spec(v: int) -> tuple[Hashable, Any]:
     if not -2**63 <= v < 2**64:
         raise NotFast  # the general path says it does not fit
     return _scalar_keys(_int_type(v, ""))[v % 16 == 0], v
+
+
+def _none_spec(v: None) -> tuple[Hashable, Any]:
+    return _NONE_KEY, v
 
 
 def _bool_spec(v: bool) -> tuple[Hashable, Any]:
@@ -356,8 +388,7 @@ def _array_keys(dtype: Any, device: int) -> tuple[str, str]:
     keys = _ARRAY_KEYS.get((dtype, device))
     if keys is None:
         name = str(_pointer_to(_elem_type_of(dtype, _dtype_name, "")))
-        keys = _ARRAY_KEYS[dtype, device] = (dispatch_text(name, (), "cuda", device),
-                                             dispatch_text(name, DIVISIBLE_16, "cuda", device))
+        keys = _ARRAY_KEYS[dtype, device] = _key_pair(name, "cuda", device)
     return keys
 
 
@@ -410,5 +441,31 @@ class _Specs(dict):
         return spec
 
 
-SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec})
+SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec, type(None): _none_spec})
 SPECS.update({np_type: _numpy_scalar_spec(t) for t, np_type in _NUMPY_SCALAR.items()})
+
+
+class _UnspecializedSpecs(dict):
+    """Exact type -> a spec giving the key and value ``without_specialization``
+    leaves of ``SPECS``' (``keep_one``: an int equal to 1 stays a constexpr),
+    for the parameters ``@jit(do_not_specialize...)`` names."""
+
+    def __init__(self, keep_one: bool):
+        super().__init__()
+        self.keep_one = keep_one
+
+    def __missing__(self, t: type) -> Spec:
+        spec, keep_one = SPECS[t], self.keep_one
+
+        def unspecialized(v: Any) -> tuple[Hashable, Any]:
+            key, value = spec(v)
+            if key is _ONE_KEY and not keep_one:
+                return _I32_KEYS[0], value
+            return _UNDIVIDED.get(key, key), value
+
+        self[t] = unspecialized
+        return unspecialized
+
+
+#: For ``do_not_specialize`` parameters, and for ``do_not_specialize_on_alignment`` ones.
+UNSPECIALIZED_SPECS, UNALIGNED_SPECS = _UnspecializedSpecs(keep_one=False), _UnspecializedSpecs(keep_one=True)

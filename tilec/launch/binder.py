@@ -30,27 +30,31 @@ def make_binder(signature: inspect.Signature) -> Optional[Callable[..., dict[str
     return _generate(signature, "bind", f"def bind({params}):\n    return {{{returned}}}\n")
 
 
-def make_specializer(signature: inspect.Signature, constexprs: frozenset[str]) -> Optional[Callable[..., tuple]]:
+def make_specializer(signature: inspect.Signature, constexprs: frozenset[str],
+                     spec_tables: Optional[dict[str, dict]] = None) -> Optional[Callable[..., tuple]]:
     """A function taking the kernel's parameters and returning three tuples in
     signature order: their dispatch keys, their launch values, and the values
     as given (what a grid callable sees).  A constexpr's key is ``(None, type,
     value)`` as in ``KernelArg.key``; any other parameter goes through the spec
-    of its exact type, which may raise ``NotFast``."""
+    of its exact type (in ``args.SPECS``, or the table ``spec_tables`` gives
+    its name), which may raise ``NotFast``."""
     params = _parameter_list(signature)
     if params is None:
         return None
-    r = RESERVED_PREFIX
+    r, tables = RESERVED_PREFIX, spec_tables or {}
     lines, keys, values = [f"def specialize({params}):"], [], []
     for i, name in enumerate(signature.parameters):
         if name in constexprs:
             keys.append(f"(None, {r}type({name}), {name})")
             values.append(name)
         else:
-            lines.append(f"    {r}k{i}, {r}v{i} = {r}specs[{r}type({name})]({name})")
+            specs = f"{r}specs_{i}" if name in tables else f"{r}specs"
+            lines.append(f"    {r}k{i}, {r}v{i} = {specs}[{r}type({name})]({name})")
             keys.append(f"{r}k{i}")
             values.append(f"{r}v{i}")
     lines.append(f"    return {_tuple(keys)}, {_tuple(values)}, {_tuple(signature.parameters)}")
-    return _generate(signature, "specialize", "\n".join(lines) + "\n")
+    named = {f"{r}specs_{i}": tables[n] for i, n in enumerate(signature.parameters) if n in tables}
+    return _generate(signature, "specialize", "\n".join(lines) + "\n", named)
 
 
 def _parameter_list(signature: inspect.Signature) -> Optional[str]:
@@ -68,12 +72,12 @@ def _parameter_list(signature: inspect.Signature) -> Optional[str]:
     return ", ".join(listed)
 
 
-def _generate(signature: inspect.Signature, name: str, source: str) -> Callable:
+def _generate(signature: inspect.Signature, name: str, source: str, names: Optional[dict] = None) -> Callable:
     """The function ``name`` that ``source`` defines, with the defaults, the
-    specs and ``type`` (a parameter may shadow the builtin) in reach."""
+    specs, ``type`` (a parameter may shadow the builtin) and ``names`` in reach."""
     r = RESERVED_PREFIX
     namespace = {f"{r}defaults": {n: p.default for n, p in signature.parameters.items()},
-                 f"{r}specs": SPECS, f"{r}type": type}
+                 f"{r}specs": SPECS, f"{r}type": type, **(names or {})}
     exec(source, namespace)
     return namespace[name]
 

@@ -402,7 +402,7 @@ def _global_references(tree: ast.AST) -> list[tuple[str, tuple[str, ...]]]:
 def kernel_key(pyfn: types.FunctionType, args: Sequence[KernelArg], options: Options, target: str) -> str:
     """The cache key of one variant (raises ``Uncacheable``)."""
     return digest(FORMAT, tilec_source_hash(), source_fingerprint(pyfn), [a.key for a in args],
-                  (options.num_warps, options.num_stages), target, toolchain(target))
+                  options, target, toolchain(target))
 
 
 def toolchain(target: str) -> tuple:

@@ -15,7 +15,7 @@ happens, not in a launcher.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Optional, Sequence
 
 from ..ir.core import Function
@@ -37,25 +37,54 @@ def check_target(target: Any) -> str:
 
 @dataclass(frozen=True)
 class Options:
-    """Launch options a variant is compiled for (part of the cache key)."""
+    """Launch options a variant is compiled for (part of the cache key), with
+    Triton's names, defaults and meanings:
+
+    * ``num_ctas``: blocks per thread-block cluster; only 1 yet (clusters come
+      with the Hopper work), anything else is an error rather than ignored;
+    * ``maxnreg``: the most registers a thread may use (``.maxnreg`` in the
+      PTX; ptxas spills beyond it); the host has no registers and ignores it;
+    * ``enable_fp_fusion``: whether ``a * b + c`` on floats may become one
+      ``fma`` (rounded once); False keeps the multiply and the add apart, each
+      rounded, on every target (the interpreter never fuses).
+    """
 
     num_warps: int = 4
     num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: Optional[int] = None
+    enable_fp_fusion: bool = True
 
     def __post_init__(self):
-        for name, value in (("num_warps", self.num_warps), ("num_stages", self.num_stages)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("num_warps", "num_stages", "num_ctas"):
+            _check_positive_int(name, getattr(self, name))
         if self.num_warps & (self.num_warps - 1):
             raise ValueError(f"num_warps must be a power of two, got {self.num_warps}")
+        if self.num_ctas != 1:
+            raise ValueError(f"num_ctas={self.num_ctas}: thread-block clusters are not supported yet; "
+                             "launch with num_ctas=1")
+        if self.maxnreg is not None:
+            _check_positive_int("maxnreg", self.maxnreg)
+        if not isinstance(self.enable_fp_fusion, bool):
+            raise ValueError(f"enable_fp_fusion must be True or False, got {self.enable_fp_fusion!r}")
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+#: Every code option by name, with its default (``Options``' fields).
+OPTION_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Options)}
 
 
 @dataclass
 class KernelMetadata:
-    """What a variant needs and uses.  ``shared`` is the dynamic shared memory
-    per block in bytes (requested at launch); ``registers`` (per thread) and the
-    spill byte counts come from ``ptxas -v`` and are None without ptxas (or on
-    the host).
+    """What a variant needs and uses: its name, target and options (under
+    Triton's ``kernel.metadata`` names: ``num_warps``, ``num_ctas``...).
+    ``shared`` is the dynamic shared memory per block in bytes (requested at
+    launch); ``registers`` (per thread) and the spill byte counts come from
+    ``ptxas -v`` and are None without ptxas (or on the host).
 
     The cost estimate (``opt/cost.py``) is per program of the grid, from the
     optimized tile IR: ``bytes_moved`` (loads, stores, atomics; masked-off
@@ -70,6 +99,9 @@ class KernelMetadata:
     target: str
     num_warps: int
     num_stages: int
+    num_ctas: int = 1
+    maxnreg: Optional[int] = None
+    enable_fp_fusion: bool = True
     shared: int = 0
     registers: Optional[int] = None
     spill_stores: Optional[int] = None
@@ -101,6 +133,16 @@ class CompiledKernel:
     asm: dict[str, Any] = field(default_factory=dict)
     metadata: Optional[KernelMetadata] = None
     runtime: dict = field(default_factory=dict)
+
+    @property
+    def n_regs(self) -> Optional[int]:
+        """Registers per thread (ptxas's count; None on the host or without ptxas), Triton's name."""
+        return self.metadata.registers if self.metadata else None
+
+    @property
+    def n_spills(self) -> Optional[int]:
+        """Bytes spilled to local memory per thread (ptxas's spill stores), Triton's name."""
+        return self.metadata.spill_stores if self.metadata else None
 
     def runtime_args(self, args: Sequence[KernelArg]) -> list:
         """The values of ``fn``'s arguments, picked by name from the classified ``args``."""
@@ -138,9 +180,8 @@ def _metadata(compiled: CompiledKernel) -> KernelMetadata:
     from ..opt.cost import estimate_cost  # tilec.opt is loaded by the first compile
 
     cost = estimate_cost(compiled.fn)
-    return KernelMetadata(compiled.name, compiled.target, compiled.options.num_warps,
-                          compiled.options.num_stages, bytes_moved=cost.bytes, flops=cost.flops,
-                          bytes_formula=cost.bytes_formula, flops_formula=cost.flops_formula,
+    return KernelMetadata(compiled.name, compiled.target, **asdict(compiled.options), bytes_moved=cost.bytes,
+                          flops=cost.flops, bytes_formula=cost.bytes_formula, flops_formula=cost.flops_formula,
                           arithmetic_intensity=cost.intensity)
 
 

@@ -1,6 +1,7 @@
 """``tilec.jit``: the object users hold for a kernel, and how a launch flows.
 
-``kernel[grid](*args, num_warps=4, num_stages=3, stream=None, **kwargs)``:
+``kernel[grid](*args, stream=None, **kwargs)``, launch options (``num_warps=4``,
+``enable_fp_fusion=True``... ``LAUNCH_OPTIONS``) among the keywords:
 
 1. bind the arguments to the Python signature (defaults applied);
 2. classify each one (``args.classify_arg``): constexprs, specialized scalars,
@@ -36,7 +37,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterator, MutableMapping
+import re
+import textwrap
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
@@ -47,68 +50,133 @@ from ..ast_common import is_constexpr_annotation
 from ..errors import TilecError, require_function
 from .args import KernelArg, NotFast, classify_arg
 from .binder import make_binder, make_specializer
-from .compiler import CompiledKernel, Options, check_target, compile_variant
+from .compiler import OPTION_DEFAULTS, CompiledKernel, Options, check_target, compile_variant
 from .global_values import GlobalRead, check_globals, read_globals
 from .grid import Grid, grid_dims, normalize_grid
+from .params import kernel_params, spec_tables, unspecialize
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
 
+#: Triton's launch options that change how a kernel is launched, not its code
+#: (those are ``Options``), with their defaults.  A cooperative grid (blocks
+#: that wait for each other) is not supported yet; programmatic dependent
+#: launch is a scheduling hint tilec takes and does not act on.
+#: ``debug`` is Triton's switch for ``device_assert``, which tilec always checks.
+LAUNCH_FLAG_DEFAULTS: dict[str, Optional[bool]] = {"launch_cooperative_grid": False, "launch_pdl": False,
+                                                    "debug": None}
+LAUNCH_OPTIONS = frozenset(OPTION_DEFAULTS) | frozenset(LAUNCH_FLAG_DEFAULTS)
 
-class JITFunction:
+
+class KernelInterface:
+    """What can be launched as ``kernel[grid](*args, **kwargs)`` (Triton's base
+    class of kernels, autotuners and heuristics): ``__getitem__`` gives the
+    launcher, which calls ``run(*args, grid=grid, **kwargs)``."""
+
+    def run(self, *args: Any, grid: Grid, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, grid: Grid) -> Callable[..., Any]:
+        return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
+
+
+class JITFunction(KernelInterface):
     """A kernel: launch it with ``kernel[grid](...)``, or inline it by calling it
     from another kernel.  ``cache`` maps specialization keys to ``CompiledKernel``s."""
 
     is_tilec_jit = True
 
-    def __init__(self, fn: Callable):
+    def __init__(self, fn: Callable, version: Any = None, do_not_specialize: Optional[Iterable] = None,
+                 do_not_specialize_on_alignment: Optional[Iterable] = None, debug: Optional[bool] = None,
+                 noinline: Optional[bool] = None, repr: Optional[Callable] = None,
+                 launch_metadata: Optional[Callable] = None):
+        """Triton's decorator options (see ``jit``) are kept as attributes."""
         require_function(fn)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = inspect.signature(fn)
         self.constexprs = frozenset(n for n, p in self.signature.parameters.items()
                                     if is_constexpr_annotation(p.annotation))
+        self.params = kernel_params(self.signature, self.constexprs, fn.__name__, do_not_specialize,
+                                    do_not_specialize_on_alignment)
+        self.version, self.debug, self.noinline = version, debug, noinline
+        self._repr, self.launch_metadata = repr, launch_metadata
         self.cache = VariantCache()
         self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
-        self._specialize = make_specializer(self.signature, self.constexprs)
+        self._unspecialized = any(p.do_not_specialize_on_alignment for p in self.params)
+        self._specialize = make_specializer(self.signature, self.constexprs, spec_tables(self.params))
+        # Parameters named like a launch option: a launch's keyword reaches both (Triton hands the value in).
+        self._option_parameters = LAUNCH_OPTIONS & frozenset(self.signature.parameters)
         self._global_reads: Optional[tuple[GlobalRead, ...]] = None  # the globals compiled in, from the first compile
 
-    def __getitem__(self, grid: Grid) -> Callable[..., None]:
-        return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
-
-    def run(self, *args: Any, grid: Grid, num_warps: int = 4, num_stages: int = 3, stream: Any = None,
-            **kwargs: Any) -> None:
+    def run(self, *args: Any, grid: Grid, stream: Any = None, warmup: bool = False, **kwargs: Any) -> CompiledKernel:
         """Launch over ``grid`` (an int, 1-3 ints, or ``lambda META: ...``) on
-        ``stream`` (GPU launches only; default: torch's current stream)."""
+        ``stream`` (GPU launches only; default: torch's current stream) and
+        return the variant that ran (with ``warmup``: compile it, launch
+        nothing).  Launch options (``num_warps=4``, ``num_stages=3``,
+        ``num_ctas=1``, ``maxnreg=None``, ``enable_fp_fusion=True``,
+        ``launch_cooperative_grid=False``, ``launch_pdl=False``,
+        ``debug=None``) are keywords among the kernel's arguments."""
+        kwargs, options = self._take_options(kwargs)
+        if warmup:
+            return self.variant(self._plan(args, kwargs, options))
         keys = launch = None
-        if self._specialize is not None and type(num_warps) is int and type(num_stages) is int:  # True == 1
+        if self._specialize is not None:
             try:
                 keys, values, given = self._specialize(*args, **kwargs)
-                launch = self._launches.get((keys, num_warps, num_stages))
+                launch, compiled = self._launches.get((keys, options_key(options)), (None, None))
             except (TypeError, NotFast):
-                keys = None  # a binding error, an unhashable constexpr, a value only the general path judges
+                keys = None  # a binding error, an unhashable constexpr or option, a value only the general path judges
         if launch is None:
-            return self._run_general(args, kwargs, grid, num_warps, num_stages, stream, keys)
+            return self._run_general(args, kwargs, grid, options, stream, keys)
         if self._global_reads:
             check_globals(self._global_reads, self.__name__)
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, given)))
         launch(grid_dims(grid, self.__name__), values, stream)
+        return compiled
 
-    def compile(self, *args: Any, target: Optional[str] = None, num_warps: int = 4, num_stages: int = 3,
-                **kwargs: Any) -> CompiledKernel:
+    def warmup(self, *args: Any, grid: Grid = None, **kwargs: Any) -> CompiledKernel:
+        """The variant a launch with these arguments runs, compiled (as Triton's
+        ``warmup``: nothing is launched; ``grid`` is accepted and unused)."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    @property
+    def arg_names(self) -> list[str]:
+        """The parameters' names, in order."""
+        return [p.name for p in self.params]
+
+    @functools.cached_property
+    def src(self) -> str:
+        """The kernel's source from its ``def`` (decorators left out)."""
+        source = textwrap.dedent(inspect.getsource(self.fn))
+        return source[re.search(r"^(async\s+)?def\s", source, re.MULTILINE).start():]
+
+    @property
+    def cache_key(self) -> str:
+        """A hash of the kernel's source, of what it reads (callees, globals)
+        and of tilec's own: it changes when a compile could."""
+        return disk_cache.digest(disk_cache.tilec_source_hash(), disk_cache.source_fingerprint(self.fn))
+
+    def repr(self, specialization: Any = None) -> str:
+        """The kernel's name for profilers: ``@jit(repr=...)``'s, else the function's."""
+        return self.__name__ if self._repr is None else self._repr(specialization)
+
+    def compile(self, *args: Any, target: Optional[str] = None, **kwargs: Any) -> CompiledKernel:
         """The variant these arguments select for ``target``, compiled (from the cache when it is there).
 
         ``target`` is ``"host"`` or an NVIDIA arch (``"sm_80"`` ... ``"sm_90a"``);
         compiling for an arch needs no GPU.  Left out, it is where a launch with
         these arguments would run: ``"host"`` for host arrays; for CUDA arrays
         their device's arch, or ``"sm_90"`` on a machine with no usable GPU.
+        Launch options are keywords, as in a launch.
         """
+        kwargs, options = self._take_options(kwargs)
         classified = self._classify(self._bind(args, kwargs))
         if target is None:
             place, device = common_place(classified, self.__name__)
             target = self._launcher(place).default_target(classified, device)
-        return self._variant(classified, Options(num_warps, num_stages), check_target(target))
+        return self._variant(classified, code_options(options, self.__name__), check_target(target))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TilecError(f"kernel `{self.__name__}` is launched with a grid, `{self.__name__}[grid](...)`; "
@@ -118,12 +186,13 @@ class JITFunction:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
     # --- the steps of a launch ----------------------------------------------
-    def _run_general(self, args: Sequence, kwargs: dict, grid: Grid, num_warps: Any, num_stages: Any,
-                     stream: Any, keys: Optional[tuple]) -> None:
-        """Launch through every step (see the module doc); remember the launch
-        for the fast path under ``keys``, the dispatch keys the specializer gave
-        (None: it gave none, and would give none next time either)."""
-        plan = self.plan(args, kwargs, num_warps, num_stages)
+    def _run_general(self, args: Sequence, kwargs: dict, grid: Grid, options: dict, stream: Any,
+                     keys: Optional[tuple]) -> CompiledKernel:
+        """Launch through every step (see the module doc) and return the
+        variant that ran; remember the launch for the fast path under
+        ``keys``, the dispatch keys the specializer gave (None: it gave none,
+        and would give none next time either), and the ``options`` given."""
+        plan = self._plan(args, kwargs, options)
         compiled = self.variant(plan)
         grid = normalize_grid(grid, plan.bound, self.__name__)
         plan.launcher.launch(compiled, grid, plan.args, plan.device, stream)
@@ -132,18 +201,33 @@ class JITFunction:
         if keys is not None and plan.device is not None and 0 not in grid and keys == self._dispatch_keys(plan.args):
             launch = plan.launcher.fast_launch(compiled, plan.args, plan.device)
             if launch is not None:
-                self._launches[(keys, num_warps, num_stages)] = launch
+                self._launches[(keys, options_key(options))] = (launch, compiled)
+        return compiled
 
-    def plan(self, args: Sequence, kwargs: dict, num_warps: Any = 4, num_stages: Any = 3) -> "LaunchPlan":
+    def plan(self, args: Sequence, kwargs: dict) -> "LaunchPlan":
         """Steps 1-4 of a launch short of compiling: the bound and classified
         arguments, where they live, the launcher and the variant's target
-        (the autotuner plans every config, then compiles them in parallel)."""
+        (the autotuner plans every config, then compiles them in parallel).
+        ``kwargs`` may hold launch options, as in a launch."""
+        return self._plan(args, *self._take_options(kwargs))
+
+    def _plan(self, args: Sequence, kwargs: dict, options: dict) -> "LaunchPlan":
+        code = code_options(options, self.__name__)
         bound = self._bind(args, kwargs)
         classified = self._classify(bound)
         place, device = common_place(classified, self.__name__)
         launcher = self._launcher(place)
-        options = Options(num_warps, num_stages)
-        return LaunchPlan(bound, classified, place, device, launcher, options, launcher.target(classified, device))
+        return LaunchPlan(bound, classified, place, device, launcher, code, launcher.target(classified, device))
+
+    def _take_options(self, kwargs: dict) -> tuple[dict, dict]:
+        """``kwargs`` without the launch options, and those options.  A kernel
+        parameter named like one (``num_warps``) keeps its keyword too: Triton
+        hands the launch's value in."""
+        if LAUNCH_OPTIONS.isdisjoint(kwargs):
+            return kwargs, {}
+        options = {n: v for n, v in kwargs.items() if n in LAUNCH_OPTIONS}
+        kept = {n: v for n, v in kwargs.items() if n not in LAUNCH_OPTIONS or n in self._option_parameters}
+        return kept, options
 
     def variant(self, plan: "LaunchPlan") -> CompiledKernel:
         """The compiled variant ``plan`` runs (from the caches when it is there)."""
@@ -178,7 +262,8 @@ class JITFunction:
         return dict(bound.arguments)
 
     def _classify(self, bound: dict[str, Any]) -> list[KernelArg]:
-        return [classify_arg(n, v, n in self.constexprs, self.__name__) for n, v in bound.items()]
+        classified = [classify_arg(n, v, n in self.constexprs, self.__name__) for n, v in bound.items()]
+        return unspecialize(classified, self.params) if self._unspecialized else classified
 
     def _launcher(self, place: str) -> ModuleType:
         if place not in LAUNCHERS:
@@ -229,10 +314,10 @@ class LaunchPlan:
 
 class VariantCache(MutableMapping):
     """``kernel.cache``: specialization key -> ``CompiledKernel``, and the fast
-    path's remembered launches, ``launches``: (dispatch keys, num_warps,
-    num_stages) -> launch.  Those run variants held here, so taking one out or
-    replacing it forgets them all: the next launch looks again, as the
-    general path always does."""
+    path's remembered launches, ``launches``: (dispatch keys, the launch
+    options given) -> (launch, the variant it runs).  Those run variants held
+    here, so taking one out or replacing it forgets them all: the next launch
+    looks again, as the general path always does."""
 
     def __init__(self):
         self._variants: dict[tuple, CompiledKernel] = {}
@@ -263,15 +348,50 @@ class VariantCache(MutableMapping):
         return f"VariantCache({self._variants!r})"
 
 
-def jit(fn: Optional[Callable] = None, **options: Any):
-    """Decorator making ``fn`` a tilec kernel (``@tilec.jit`` or ``@tilec.jit()``).
+_NO_OPTIONS: frozenset = frozenset()
 
-    Triton's decorator options (``do_not_specialize``, ``debug``...) are not
-    supported yet; passing one is an error rather than silently ignored.
+
+def options_key(options: dict) -> frozenset:
+    """The launch options given, as part of a fast-path key: with their types,
+    since True == 1 and 1 == 1.0 but only some of them are valid options."""
+    return frozenset((n, type(v), v) for n, v in options.items()) if options else _NO_OPTIONS
+
+
+def code_options(options: dict, kernel: str) -> Options:
+    """The ``Options`` a launch's ``options`` compile for, after checking the
+    launch-only flags (``LAUNCH_FLAG_DEFAULTS``)."""
+    for name, default in LAUNCH_FLAG_DEFAULTS.items():
+        value = options.get(name, default)
+        if not (isinstance(value, bool) or value is default):
+            raise ValueError(f"kernel `{kernel}`: {name} must be True or False, got {value!r}")
+    if options.get("launch_cooperative_grid"):
+        raise TilecError(f"kernel `{kernel}`: launch_cooperative_grid=True (blocks that wait for each other) "
+                         "is not supported yet; launch without it")
+    return Options(**{n: v for n, v in options.items() if n in OPTION_DEFAULTS})
+
+
+def jit(fn: Optional[Callable] = None, *, version: Any = None, do_not_specialize: Optional[Iterable] = None,
+        do_not_specialize_on_alignment: Optional[Iterable] = None, debug: Optional[bool] = None,
+        noinline: Optional[bool] = None, repr: Optional[Callable] = None,
+        launch_metadata: Optional[Callable] = None):
+    """Decorator making ``fn`` a tilec kernel (``@tilec.jit`` or ``@tilec.jit(...)``),
+    with Triton's options and meanings:
+
+    * ``do_not_specialize`` / ``do_not_specialize_on_alignment``: parameters
+      (names or positions) kept from specializing (``params.py``);
+    * ``debug``: Triton's switch for ``device_assert``; tilec checks every
+      ``device_assert`` (and the host interpreter every access) either way;
+    * ``noinline``: tilec inlines every call (its only call model), with the
+      same results as a call;
+    * ``version``, ``repr``, ``launch_metadata``: kept as attributes; tilec
+      has no profiler hooks that read them.
+
+    Any other option is a TypeError, as for any Python function.
     """
-    if options:
-        raise TypeError(f"tilec.jit takes no options yet, got {', '.join(options)}")
-    return JITFunction if fn is None else JITFunction(fn)
+    options = dict(version=version, do_not_specialize=do_not_specialize,
+                   do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
+                   noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+    return functools.partial(JITFunction, **options) if fn is None else JITFunction(fn, **options)
 
 
 def common_place(args: Sequence[KernelArg], kernel: str) -> tuple[str, Optional[int]]:

@@ -73,7 +73,8 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     from ..codegen_llvm import lower
     from ..codegen_llvm.libdevice import link_libdevice
 
-    kernel = lower(fn, build.target, build.options.num_warps)
+    options = build.options
+    kernel = lower(fn, build.target, options.num_warps, options.enable_fp_fusion, options.maxnreg)
     build.metadata.shared = kernel.shared_bytes
     return link_libdevice(kernel.llir, build.target)
 
