@@ -70,13 +70,14 @@ LAUNCH_OPTIONS = frozenset(OPTION_DEFAULTS) | frozenset(LAUNCH_FLAG_DEFAULTS)
 class KernelInterface:
     """What can be launched as ``kernel[grid](*args, **kwargs)`` (Triton's base
     class of kernels, autotuners and heuristics): ``__getitem__`` gives the
-    launcher, which calls ``run(*args, grid=grid, **kwargs)``."""
+    launcher, which calls ``run(*args, grid=grid, warmup=False, **kwargs)``, as
+    Triton's does, so a subclass written against Triton's base runs unchanged."""
 
-    def run(self, *args: Any, grid: Grid, **kwargs: Any) -> Any:
-        raise NotImplementedError
+    def run(self, *args: Any, grid: Grid, warmup: bool, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define run(*args, grid, warmup, **kwargs)")
 
     def __getitem__(self, grid: Grid) -> Callable[..., Any]:
-        return functools.partial(self.run, grid=grid)  # looked up here: a patched ``run`` takes effect
+        return functools.partial(self.run, grid=grid, warmup=False)  # looked up here: a patched ``run`` takes effect
 
 
 class JITFunction(KernelInterface):
