@@ -297,6 +297,9 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         return self.get_attribute(self.visit(node.value), node.attr)
 
     def get_attribute(self, obj: Any, name: str) -> Any:
+        if semantic.is_number(obj) and semantic.is_tensor_attribute(name):
+            # an int argument equal to 1 arrives as the constant 1: `n.to(...)` must work as for other values
+            obj = semantic.to_tensor(self, obj)
         if is_tensor(obj):
             return unwrap(semantic.attribute(self, obj, name))
         if not hasattr(obj, name):
