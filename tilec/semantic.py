@@ -598,11 +598,6 @@ _ATTRIBUTES = {
 
 
 @reports_errors
-def is_tensor_attribute(name: str) -> bool:
-    """Whether ``x.name`` is one of a tensor's attributes or methods."""
-    return name in _ATTRIBUTES or name in tl.TENSOR_METHODS
-
-
 def attribute(ctx, x, name: str) -> Any:
     """``x.dtype``, ``x.shape``, ``x.type``, ``x.numel``, ``x.T``, or a method (``BoundMethod``)."""
     if not isinstance(x, Tensor):

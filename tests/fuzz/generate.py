@@ -24,8 +24,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .dtypes import ALL, FLOATS, INTS, UINTS, eps, minmax_type, numpy_type, promote, sum_type
-from .ops import (BINARY, UNARY, AtomicAdd, Binary, Branch, Cast, Load, Loop, Reduce, Scan, Store, Unary, Val, Where,
+from .dtypes import ALL, FLOATS, INTS, UINTS, eps, numpy_type, promote, sum_type
+from .ops import (BINARY, REDUCE_RESULT, UNARY, AtomicAdd, Binary, Branch, Cast, Load, Loop, Reduce, Scan, Store, Unary, Val, Where,
                   binary_types)
 from .program import Array, Program
 
@@ -91,10 +91,13 @@ SIGNEDNESS_MATTERS = ("shl", "shr", "truediv", "floordiv", "mod")
 
 
 def signedness_allowed(name: str, a: Val, other) -> bool:
-    """Two int tiles of different signedness: ``/ // %`` refuse them (a clear error, as
-    Triton does); shifts of them are a known bug another branch fixes (issue 15)."""
+    """Two int tiles of different signedness (bool counts as signed): ``/ // %`` refuse
+    them (a clear error, as Triton does); shifts of them are a known bug another branch
+    fixes (issue 15).  ``b | 1`` of a bool divisor is an int32: no bools here at all."""
     if name not in SIGNEDNESS_MATTERS or not isinstance(other, Val):
         return True
+    if "int1" in (a.dtype, other.dtype):
+        return False
     if a.dtype not in INTS or other.dtype not in INTS:
         return True
     return (a.dtype in UINTS) == (other.dtype in UINTS)
@@ -155,7 +158,7 @@ def reduce(b: Builder):
         b.draw(st.integers(0, len(a.dims) - 1))
     axes = range(len(a.dims)) if axis is None else (axis,)
     count = math.prod(b.blocks[i] if a.dims[i] else 1 for i in axes)
-    out_type = {"sum": sum_type, "max": minmax_type, "min": minmax_type, "argmax": lambda d: "int32"}[kind](a.dtype)
+    out_type = REDUCE_RESULT[kind](a.dtype)
     dims = () if axis is None else tuple(d and i != axis for i, d in enumerate(a.dims))
     out = Val(b.name(), out_type, dims, a.err + b.own_error(kind, out_type, count))
     return Reduce(out, kind, a, axis, b.draw(st.booleans()))

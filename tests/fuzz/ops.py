@@ -227,7 +227,8 @@ class Where:
         env.set(self.out, np.where(env[self.cond], cast(env[self.a], p), cast(env[self.b], p)))
 
 
-REDUCE_ACC = {"sum": sum_type, "max": minmax_type, "min": minmax_type, "argmax": lambda d: "int32"}
+REDUCE_ACC = {"sum": sum_type, "max": minmax_type, "min": minmax_type, "argmax": minmax_type}  # computes in
+REDUCE_RESULT = {**REDUCE_ACC, "argmax": lambda d: "int32"}
 
 
 @dataclass(frozen=True)

@@ -84,3 +84,17 @@ def compare(program: Program, got: dict, want: dict, scale: float, what: str) ->
 def describe(program: Program) -> str:
     return (f"grid={program.grid} sizes={program.sizes} blocks={program.blocks} s={program.s}\n"
             f"{program.source()}")
+
+
+def check_case(program: Program, inputs: dict, device: str = "host") -> bool:
+    """Run one case on ``device`` (``host``: interpreter vs model; ``cuda``: also
+    GPU vs interpreter); False when the case is undefined behaviour and was skipped."""
+    model = model_outputs(program, inputs)
+    if model is None:
+        return False
+    want, scale = model
+    host = run_host(program, inputs)
+    compare(program, host, want, scale, "interpreter and numpy model")
+    if device == "cuda":
+        compare(program, run_cuda(program, inputs), host, scale, "GPU and interpreter")
+    return True

@@ -1,0 +1,32 @@
+"""The differential fuzzer (``tests/fuzz``) as part of the suite: a bounded,
+derandomized run of random kernels through the interpreter against the numpy
+model, and a ``gpu`` run of kernels on CUDA against the interpreter.
+
+Longer runs: ``PYTHONPATH=. python -m tests.fuzz --minutes 30 [--device cuda]``.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+from fuzz.generate import GPU, HOST, cases
+from fuzz.run import check_case
+
+# About 40 s on two slow cores, ptxas checks of every kernel included.
+CI_RUN = settings(max_examples=60, derandomize=True, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+
+
+@CI_RUN
+@given(case=cases(HOST))
+def test_random_kernels_match_the_numpy_model(case):
+    program, inputs = case
+    assume(check_case(program, inputs, "host"))
+
+
+@pytest.mark.gpu
+@settings(CI_RUN, max_examples=200)
+@given(case=cases(GPU))
+def test_random_kernels_on_the_gpu_match_the_interpreter(case):
+    program, inputs = case
+    assume(check_case(program, inputs, "cuda"))
