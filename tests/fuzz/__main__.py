@@ -1,5 +1,5 @@
 """A long fuzz run: ``PYTHONPATH=. python -m tests.fuzz --minutes 30 [--device host|cuda]
-[--seed S] [--out DIR]``.  Runs hypothesis batches of random kernels until the
+[--seed S] [--out DIR] [--max-ops K]``.  Runs hypothesis batches of random kernels until the
 time is up, prints how many kernels ran and passed, and writes each failure
 (shrunk) to ``DIR/failure_<n>.py``: the kernel's source, the error, and the
 inputs as ``failure_<n>.npz``.
@@ -28,11 +28,11 @@ class Tally:
         self.failing = None
 
 
-def run_batch(batch_seed: int, device: str, deadline: float, tally: Tally) -> None:
+def run_batch(batch_seed: int, device: str, max_ops: int, deadline: float, tally: Tally) -> None:
     """One hypothesis run; raises the (shrunk) failure, if any."""
     @seed(batch_seed)
     @settings(max_examples=BATCH, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(case=cases(GPU if device == "cuda" else HOST))
+    @given(case=cases(GPU if device == "cuda" else HOST, max_ops))
     def batch(case):
         if time.monotonic() > deadline:
             return
@@ -68,12 +68,13 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=("host", "cuda"), default="host")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="fuzz-failures")
+    parser.add_argument("--max-ops", type=int, default=12, help="ops per program, at most")
     args = parser.parse_args(argv)
     deadline, tally, failures = time.monotonic() + 60 * args.minutes, Tally(), 0
     batch_seed = args.seed
     while time.monotonic() < deadline:
         try:
-            run_batch(batch_seed, args.device, deadline, tally)
+            run_batch(batch_seed, args.device, args.max_ops, deadline, tally)
         except Exception as error:  # noqa: BLE001 - every failure is a finding to save
             failures += 1
             print(f"FAIL (seed {batch_seed}): {save_failure(args.out, failures, tally.failing, error)}")

@@ -50,9 +50,7 @@ def int_promote(a: str, b: str) -> str:
 
 
 def promote(a: str, b: str) -> str:
-    """The dtype Triton computes ``a op b`` in, for two tensors (bool joins the other kind)."""
-    if a == "int1" or b == "int1":
-        return b if a == "int1" else a
+    """The dtype Triton computes ``a op b`` in, for two tensors (bool is a signed 1-bit int)."""
     for wide in ("float64", "float32"):
         if wide in (a, b):
             return wide

@@ -17,6 +17,7 @@ int -> pointer casts and ``print`` (never generated).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import ml_dtypes
@@ -51,9 +52,17 @@ class Builder:
             self.pool.append(op.out)
 
     def pick(self, ok=lambda v: True):
-        """A pool value satisfying ``ok``, or None."""
+        """A pool value satisfying ``ok``, or None; half the time one of the newest
+        three, so that ops chain into deep expressions."""
         choices = [v for v in self.pool if ok(v)]
-        return self.draw(st.sampled_from(choices)) if choices else None
+        if not choices:
+            return None
+        return self.draw(st.sampled_from(choices[-3:] if self.draw(st.booleans()) else choices))
+
+    def leaves(self) -> list:
+        """Computed values no later op reads (the ones worth storing), newest last."""
+        read = {v.name for op in self.ops for v in operands(op)}
+        return [v for v in self.pool if v.name not in read and v.name not in ("pid", "s")]
 
     def own_error(self, op: str, dtype: str, count: int = 1) -> float:
         """The error an op adds to a float result of ``dtype`` in this mode."""
@@ -64,6 +73,12 @@ class Builder:
         if self.mode == HOST:
             return 2 * eps(dtype) if op == "exp" else 0.0
         return 4 * eps(dtype) if op in GPU_SLOW_OPS else eps(dtype) if op in ("add", "sub", "mul", "fmod") else 0.0
+
+
+def operands(op) -> list:
+    """The pool values an op reads."""
+    return [getattr(op, f.name) for f in dataclasses.fields(op)
+            if f.name != "out" and isinstance(getattr(op, f.name), Val)]
 
 
 def exact(v: Val) -> bool:
@@ -211,7 +226,9 @@ def programs(draw, mode: str = HOST, max_ops: int = 8) -> Program:
     b = Builder(draw, mode, blocks)
     inputs = [load_input(b, i) for i in range(draw(st.integers(1, 3)))]
     for _ in range(draw(st.integers(1, max_ops))):
-        op = draw(st.sampled_from(OP_KINDS))(b)
+        op = None
+        for _attempt in range(3):  # an op kind the pool has no operands for: draw another
+            op = op or draw(st.sampled_from(OP_KINDS))(b)
         if op is not None:
             b.add(op)
     add_outputs(b)
@@ -239,12 +256,13 @@ def other_for(b: Builder, dtype: str):
 
 
 def add_outputs(b: Builder) -> None:
-    """Store the last value (and maybe another); atomically add an integer one into few slots."""
-    values = [v for v in b.pool if v.name not in ("pid", "s")]
-    stored = [values[-1]] + ([b.pick(lambda v: v in values)] if b.draw(st.booleans()) else [])
+    """Store the newest value and up to two more nobody reads; atomically add an integer
+    one into few slots."""
+    leaves = b.leaves()
+    stored = [leaves[-1]] + [v for v in leaves[:-1] if b.draw(st.booleans())][:2]
     for i, v in enumerate(stored):
         b.ops.append(Store(f"out{i}", v))
-    counted = b.pick(lambda v: v in values and v.dtype in ("int32", "int64", "uint32", "uint64"))
+    counted = b.pick(lambda v: v in leaves and v.dtype in ("int32", "int64", "uint32", "uint64"))
     if counted is not None and b.draw(st.booleans()):
         b.ops.append(AtomicAdd("hits", counted, b.draw(st.integers(1, 5))))
 
