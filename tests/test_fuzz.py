@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from fuzz.generate import GPU, HOST, cases
 from fuzz.run import check_case
 
-# About 40 s on two slow cores, ptxas checks of every kernel included.
-CI_RUN = settings(max_examples=60, derandomize=True, deadline=None, database=None,
+# About 30 s on two slow cores, ptxas checks of every kernel included.
+CI_RUN = settings(max_examples=150, derandomize=True, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
 
 

@@ -98,8 +98,10 @@ def cast(x: np.ndarray, dtype: str) -> np.ndarray:
         return x != 0
     if is_float_array(x):  # via float64, which holds every float value exactly
         x64 = x.astype(np.float64)
-        return float_to_int(x64, dtype) if dtype in INTS else x64.astype(numpy_type(dtype))
-    with np.errstate(all="ignore"):
+        if dtype in INTS:
+            return float_to_int(x64, dtype)
+        x = x64
+    with np.errstate(all="ignore"):  # ints wrap, floats overflow to inf
         return x.astype(numpy_type(dtype))
 
 

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from .dtypes import ALL, FLOATS, INTS, UINTS, eps, numpy_type, promote, sum_type
-from .ops import (BINARY, REDUCE_RESULT, UNARY, AtomicAdd, Binary, Branch, Cast, Load, Loop, Reduce, Scan, Store, Unary, Val, Where,
-                  binary_types)
+from .ops import (ATOMICS, BINARY, REDUCE_RESULT, UNARY, Atomic, Binary, Branch, Cast, Load, Loop, Reduce, Scan,
+                  Store, Unary, Val, Where, binary_types)
 from .program import Array, Program
 
 HOST, GPU = "host", "gpu"
@@ -256,15 +256,16 @@ def other_for(b: Builder, dtype: str):
 
 
 def add_outputs(b: Builder) -> None:
-    """Store the newest value and up to two more nobody reads; atomically add an integer
-    one into few slots."""
+    """Store the newest value and up to two more nobody reads; maybe combine one
+    atomically into few slots."""
     leaves = b.leaves()
     stored = [leaves[-1]] + [v for v in leaves[:-1] if b.draw(st.booleans())][:2]
     for i, v in enumerate(stored):
         b.ops.append(Store(f"out{i}", v))
-    counted = b.pick(lambda v: v in leaves and v.dtype in ("int32", "int64", "uint32", "uint64"))
+    kind = b.draw(st.sampled_from(sorted(ATOMICS)))
+    counted = b.pick(lambda v: v in leaves and v.dtype in ATOMICS[kind][1] and exact(v))
     if counted is not None and b.draw(st.booleans()):
-        b.ops.append(AtomicAdd("hits", counted, b.draw(st.integers(1, 5))))
+        b.ops.append(Atomic(kind, f"hits_{kind}", counted, b.draw(st.integers(1, 5))))
 
 
 def elements(dtype: str):

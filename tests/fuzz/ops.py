@@ -16,7 +16,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from .dtypes import (FLOATS, HALFS, INTS, UINTS, Undefined, bits, cast, eps, minmax_type, numpy_type, promote,
+from .dtypes import (FLOATS, HALFS, INTS, Undefined, bits, cast, minmax_type, numpy_type, promote,
                      promote_literal, sum_type, true_div_type)
 from .model import Env
 
@@ -345,23 +345,38 @@ class Store:
         env.arrays[self.arg].ravel()[idx[ok]] = np.broadcast_to(env[self.a], env.tile)[ok]
 
 
+ATOMICS = {  # name: (numpy ufunc, dtypes): each is order-independent on these dtypes
+    "add": (np.add, ("int32", "int64", "uint32", "uint64")),
+    "max": (np.maximum, ("int32", "int64", "uint32", "uint64", "float32", "float64")),
+    "min": (np.minimum, ("int32", "int64", "uint32", "uint64", "float32", "float64")),
+    "and": (np.bitwise_and, ("int32", "int64", "uint32", "uint64")),
+    "or": (np.bitwise_or, ("int32", "int64", "uint32", "uint64")),
+    "xor": (np.bitwise_xor, ("int32", "int64", "uint32", "uint64")),
+}
+
+
 @dataclass(frozen=True)
-class AtomicAdd:
-    """``tl.atomic_add`` of integer ``a`` into ``bins`` slots of ``arg`` (colliding addresses)."""
+class Atomic:
+    """``tl.atomic_<kind>`` of ``a`` into ``bins`` slots of ``arg`` (colliding addresses, so
+    the slots see many programs' lanes; only kinds whose result has no order)."""
+    kind: str
     arg: str
     a: Val
     bins: int
 
     def source(self, rank: int) -> list:
         axes = tuple(range(rank))
-        return [f"tl.atomic_add({self.arg} + {offsets(axes, rank)} % {self.bins}, {full(self.a, rank)}, "
+        return [f"tl.atomic_{self.kind}({self.arg} + {offsets(axes, rank)} % {self.bins}, {full(self.a, rank)}, "
                 f"mask={mask(axes, rank)})"]
 
     def evaluate(self, env: Env) -> None:
         axes = tuple(range(len(env.tile)))
         idx, ok = np.broadcast_to(env.offsets(axes), env.tile), np.broadcast_to(env.mask(axes), env.tile)
+        values = np.broadcast_to(env[self.a], env.tile)[ok]
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            raise Undefined("NaN in a float atomic max/min")
         with np.errstate(all="ignore"):
-            np.add.at(env.arrays[self.arg], idx[ok] % self.bins, np.broadcast_to(env[self.a], env.tile)[ok])
+            ATOMICS[self.kind][0].at(env.arrays[self.arg], idx[ok] % self.bins, values)
 
 
 # --------------------------------------------------------------------------- #

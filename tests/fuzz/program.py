@@ -11,7 +11,7 @@ import numpy as np
 
 from .dtypes import FLOATS, eps, numpy_type
 from .model import Env
-from .ops import AtomicAdd, Store, Val
+from .ops import Atomic, Store, Val
 
 SENTINEL = 7  # what output slots hold before the launch: masked lanes must leave it there
 
@@ -47,11 +47,11 @@ class Program:
         """The written arrays, one per store or atomic, in argument order."""
         return tuple(Array(op.arg, op.a.dtype, tuple(range(self.rank)) if isinstance(op, Store) else (),
                            getattr(op, "bins", 0))
-                     for op in self.ops if isinstance(op, (Store, AtomicAdd)))
+                     for op in self.ops if isinstance(op, (Store, Atomic)))
 
     def written(self) -> dict:
         """Each output's name -> the value stored into it (its dtype and error bound)."""
-        return {op.arg: op.a for op in self.ops if isinstance(op, (Store, AtomicAdd))}
+        return {op.arg: op.a for op in self.ops if isinstance(op, (Store, Atomic))}
 
     def shape(self, array: Array) -> tuple:
         return (array.bins,) if array.bins else tuple(self.sizes[a] for a in array.axes)
@@ -69,8 +69,8 @@ class Program:
         return "\n".join(lines + ["    " + line for line in body]) + "\n"
 
     def fresh_outputs(self) -> dict:
-        """Output arrays as a launch starts them: sentinels, atomic slots 0."""
-        return {a.name: np.full(self.shape(a), 0 if a.bins else SENTINEL).astype(numpy_type(a.dtype))
+        """Output arrays as a launch starts them: sentinels (atomics start from them too)."""
+        return {a.name: np.full(self.shape(a), SENTINEL).astype(numpy_type(a.dtype))
                 for a in self.outputs}
 
     def evaluate(self, inputs: dict) -> tuple:

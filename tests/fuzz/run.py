@@ -42,25 +42,25 @@ def run_host(program: Program, inputs: dict) -> dict:
 def run_cuda(program: Program, inputs: dict) -> dict:
     """The outputs the kernel writes on the GPU (torch CUDA tensors), copied back."""
     import torch
-    to_gpu = {k: torch_tensor(torch, v) for k, v in inputs.items()}
-    outputs = {k: torch_tensor(torch, v) for k, v in program.fresh_outputs().items()}
-    args, consts = program.launch_args(to_gpu, outputs)
+    on_gpu = {k: to_cuda(torch, v) for k, v in inputs.items()}
+    host = program.fresh_outputs()
+    outputs = {k: to_cuda(torch, v) for k, v in host.items()}
+    args, consts = program.launch_args(on_gpu, outputs)
     load_kernel(program)[program.grid](*args, **consts)
     torch.cuda.synchronize()
-    host = program.fresh_outputs()
-    return {k: from_torch(t, host[k].dtype) for k, t in outputs.items()}
+    return {k: from_cuda(torch, t, host[k].dtype) for k, t in outputs.items()}
 
 
-def torch_tensor(torch, a: np.ndarray):
-    """``a`` on the GPU; bf16 travels as its int16 bits."""
+def to_cuda(torch, a: np.ndarray):
+    """``a`` on the GPU; bf16 travels as its 16 bits."""
     if a.dtype.name == "bfloat16":
         return torch.from_numpy(a.view(np.int16).copy()).cuda().view(torch.bfloat16)
     return torch.from_numpy(a.copy()).cuda()
 
 
-def from_torch(t, dtype: np.dtype) -> np.ndarray:
+def from_cuda(torch, t, dtype: np.dtype) -> np.ndarray:
     if dtype.name == "bfloat16":
-        return t.view(t.new_empty(0, dtype=__import__("torch").int16).dtype).cpu().numpy().view(dtype)
+        return t.view(torch.int16).cpu().numpy().view(dtype)
     return t.cpu().numpy()
 
 
