@@ -1,5 +1,5 @@
 """A long fuzz run: ``PYTHONPATH=. python -m tests.fuzz --minutes 30 [--device host|cuda]
-[--seed S] [--out DIR] [--max-ops K]``.  Runs hypothesis batches of random kernels until the
+[--seed S] [--out DIR] [--max-ops K] [--ptx]``.  Runs hypothesis batches of random kernels until the
 time is up, prints how many kernels ran and passed, and writes each failure
 (shrunk) to ``DIR/failure_<n>.py``: the kernel's source, the error, and the
 inputs as ``failure_<n>.npz``.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import traceback
 
@@ -62,6 +63,13 @@ def save_failure(out: str, index: int, case, error: BaseException) -> str:
     return path
 
 
+def check_gpu_compiles() -> None:
+    """Install the test suite's check that every kernel compiles for NVIDIA GPUs."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from gpu_compile_check import check_every_compile
+    check_every_compile()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)
@@ -69,7 +77,11 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="fuzz-failures")
     parser.add_argument("--max-ops", type=int, default=12, help="ops per program, at most")
+    parser.add_argument("--ptx", action="store_true",
+                        help="also compile every kernel for sm_80/sm_90 with ptxas, as the test suite does")
     args = parser.parse_args(argv)
+    if args.ptx:
+        check_gpu_compiles()
     deadline, tally, failures = time.monotonic() + 60 * args.minutes, Tally(), 0
     batch_seed = args.seed
     while time.monotonic() < deadline:

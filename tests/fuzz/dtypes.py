@@ -41,6 +41,15 @@ def eps(dtype: str) -> float:
     return float(ml_dtypes.finfo(numpy_type(dtype)).eps) if dtype in FLOATS else 0.0
 
 
+def int_arg_type(value: int) -> str:
+    """The dtype a Python int argument gets: int32 when it fits, else int64, else uint64."""
+    for dtype in ("int32", "int64", "uint64"):
+        info = np.iinfo(dtype)
+        if info.min <= value <= info.max:
+            return dtype
+    raise ValueError(f"{value} does not fit in 64 bits")
+
+
 def int_promote(a: str, b: str) -> str:
     """C's usual arithmetic conversions, as Triton applies them to two int types."""
     if (a in UINTS) == (b in UINTS):

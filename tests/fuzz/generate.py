@@ -25,22 +25,24 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .dtypes import ALL, FLOATS, INTS, UINTS, eps, numpy_type, promote, sum_type
+from .dtypes import ALL, FLOATS, INTS, UINTS, eps, int_arg_type, numpy_type, promote, sum_type
 from .ops import (ATOMICS, BINARY, REDUCE_RESULT, UNARY, Atomic, Binary, Branch, Cast, Load, Loop, Reduce, Scan,
                   Store, Unary, Val, Where, binary_types)
 from .program import Array, Program
 
 HOST, GPU = "host", "gpu"
 BLOCKS = {1: (1, 2, 4, 8, 16, 32, 64), 2: (1, 2, 4, 8, 16), 3: (1, 2, 4)}
+# The int argument `s`: small (1 is specialised), or typed int64 / uint64 by its size.
+SCALAR_ARGS = st.one_of(st.integers(-3, 3), st.sampled_from((2**31, -2**40 - 3, 2**63 + 5, 2**64 - 1)))
 GPU_SLOW_OPS = ("truediv", "sqrt", "exp")  # approximate on a GPU (a few ulps)
 
 
 class Builder:
     """The program being drawn: the tile, the value pool, the ops so far."""
 
-    def __init__(self, draw, mode: str, blocks: tuple):
+    def __init__(self, draw, mode: str, blocks: tuple, s: int):
         self.draw, self.mode, self.blocks = draw, mode, blocks
-        self.pool = [Val("pid", "int32", ()), Val("s", "int32", ())]
+        self.pool = [Val("pid", "int32", ()), Val("s", int_arg_type(s), ())]
         self.ops: list = []
 
     def name(self) -> str:
@@ -223,7 +225,8 @@ def programs(draw, mode: str = HOST, max_ops: int = 8) -> Program:
     rank = draw(st.sampled_from((1, 2, 2, 2, 3)))
     blocks = tuple(draw(st.sampled_from(BLOCKS[rank])) for _ in range(rank))
     sizes = (draw(st.integers(1, 2 * blocks[0] + 1)),) + tuple(draw(st.integers(1, n)) for n in blocks[1:])
-    b = Builder(draw, mode, blocks)
+    s = draw(SCALAR_ARGS)
+    b = Builder(draw, mode, blocks, s)
     inputs = [load_input(b, i) for i in range(draw(st.integers(1, 3)))]
     for _ in range(draw(st.integers(1, max_ops))):
         op = None
@@ -232,7 +235,7 @@ def programs(draw, mode: str = HOST, max_ops: int = 8) -> Program:
         if op is not None:
             b.add(op)
     add_outputs(b)
-    return Program(blocks, sizes, tuple(inputs), tuple(b.ops), draw(st.integers(-3, 3)))
+    return Program(blocks, sizes, tuple(inputs), tuple(b.ops), s)
 
 
 def load_input(b: Builder, i: int) -> Array:

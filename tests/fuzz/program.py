@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import FLOATS, eps, numpy_type
+from .dtypes import FLOATS, eps, int_arg_type, numpy_type
 from .model import Env
 from .ops import Atomic, Store, Val
 
@@ -32,7 +32,7 @@ class Program:
     sizes: tuple                  # the data's extent along each axis (ragged)
     inputs: tuple                 # of Array
     ops: tuple                    # of ops.*
-    s: int                        # the runtime scalar argument
+    s: int                        # the runtime int argument (its dtype: ``int_arg_type``)
 
     @property
     def rank(self) -> int:
@@ -80,7 +80,7 @@ class Program:
         for pid in range(self.grid[0]):
             env = Env(arrays, self.sizes, self.blocks, pid, scale)
             env.values["pid"] = np.int32(pid)
-            env.values["s"] = np.int32(self.s)
+            env.values["s"] = np.array(self.s, numpy_type(int_arg_type(self.s)))
             for op in self.ops:
                 op.evaluate(env)
             scale = env.scale
