@@ -102,8 +102,8 @@ BINARY = {
     "and": BinarySpec("({a} & {b})", np.bitwise_and, BOOL_INTS),
     "or": BinarySpec("({a} | {b})", np.bitwise_or, BOOL_INTS),
     "xor": BinarySpec("({a} ^ {b})", np.bitwise_xor, BOOL_INTS),
-    "shl": BinarySpec("({a} << ({b} & {w}))", None, INTS),
-    "shr": BinarySpec("({a} >> ({b} & {w}))", None, INTS),
+    "shl": BinarySpec("({a} << ({b} & {w}))", lambda a, b: np.left_shift(a, b & (a.itemsize * 8 - 1)), INTS),
+    "shr": BinarySpec("({a} >> ({b} & {w}))", lambda a, b: np.right_shift(a, b & (a.itemsize * 8 - 1)), INTS),
     "lt": BinarySpec("({a} < {b})", np.less, INTS + FLOATS, result=lambda d: "int1", discrete=True),
     "le": BinarySpec("({a} <= {b})", np.less_equal, INTS + FLOATS, result=lambda d: "int1", discrete=True),
     "eq": BinarySpec("({a} == {b})", np.equal, ("int1",) + INTS + FLOATS, result=lambda d: "int1", discrete=True),
@@ -119,22 +119,13 @@ def binary_types(name: str, a: str, b: Union[str, Literal]) -> tuple:
     return p, BINARY[name].result(p)
 
 
-def shift_count(x: np.ndarray, width: int) -> np.ndarray:
-    return x & width
-
-
 def apply_binary(name: str, a: np.ndarray, a_type: str, b, b_type: Union[str, Literal]) -> np.ndarray:
-    """The numpy meaning of ``a op b`` (``b`` a tile of ``b_type`` or a literal)."""
+    """The numpy meaning of ``a op b`` (``b`` a tile of ``b_type`` or a literal).  The kernel
+    fixes a divisor (``| 1``) or shift count (``& w``) up in its own type before promotion;
+    doing it after gives the same low bits."""
     p, _ = binary_types(name, a_type, b_type)
-    if name in ("floordiv", "mod") or name.startswith("sh"):  # the divisor / count is fixed up in b's own type
-        b = np.asarray(b, numpy_type(b_type) if isinstance(b_type, str) else numpy_type(p))
-    pa, pb = cast(a, p), cast(np.asarray(b), p)
     with np.errstate(all="ignore"):
-        if name == "shl":
-            return np.left_shift(pa, shift_count(cast(b, p), bits(p) - 1))
-        if name == "shr":
-            return np.right_shift(pa, shift_count(cast(b, p), bits(p) - 1))
-        return np.asarray(BINARY[name].ref(pa, pb))
+        return np.asarray(BINARY[name].ref(cast(a, p), cast(np.asarray(b), p)))
 
 
 # --------------------------------------------------------------------------- #
