@@ -122,6 +122,7 @@ def float_to_int(x: np.ndarray, dtype: str) -> np.ndarray:
     """Truncation toward zero of values that fit ``dtype``; anything else is ``Undefined``."""
     info = np.iinfo(dtype)
     t = np.trunc(x)
-    if not np.isfinite(x).all() or (t < float(info.min)).any() or (t > float(info.max)).any():
+    top = float(info.max) + 1.0  # a power of two: float(info.max) itself may round up to it
+    if not np.isfinite(x).all() or (t < float(info.min)).any() or (t >= top).any():
         raise Undefined(f"float -> {dtype} cast of a value out of range")
     return np.array([int(v) for v in t.ravel()], dtype=dtype).reshape(x.shape)
