@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 import traceback
 
@@ -22,7 +23,7 @@ BATCH = 50  # examples per hypothesis run: one failure is shrunk per batch
 
 
 class Tally:
-    """Kernels run (model-defined cases) and passed; the last failing case seen."""
+    """Kernels run (model-defined cases) and passed; the failing case being shrunk."""
 
     def __init__(self):
         self.ran = self.passed = self.skipped = 0
@@ -35,7 +36,7 @@ def run_batch(batch_seed: int, device: str, max_ops: int, deadline: float, tally
     @settings(max_examples=BATCH, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(case=cases(GPU if device == "cuda" else HOST, max_ops))
     def batch(case):
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline and tally.failing is None:  # out of time, and not shrinking a failure
             return
         try:
             defined = check_case(*case, device)
@@ -80,6 +81,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ptx", action="store_true",
                         help="also compile every kernel for sm_80/sm_90 with ptxas, as the test suite does")
     args = parser.parse_args(argv)
+    # thousands of one-off kernels: compile them into a scratch cache, never the user's
+    os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-fuzz-cache-"))
     if args.ptx:
         check_gpu_compiles()
     deadline, tally, failures = time.monotonic() + 60 * args.minutes, Tally(), 0
@@ -90,6 +93,7 @@ def main(argv=None) -> int:
         except Exception as error:  # noqa: BLE001 - every failure is a finding to save
             failures += 1
             print(f"FAIL (seed {batch_seed}): {save_failure(args.out, failures, tally.failing, error)}")
+            tally.failing = None
         batch_seed += 1
     print(f"{tally.ran} kernels ran on {args.device}, {tally.passed} passed, {failures} failures "
           f"({tally.skipped} undefined cases skipped)")
