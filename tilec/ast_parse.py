@@ -149,12 +149,23 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def build_kernel(self, pyfn, specs: list[ArgSpec]) -> ir.Function:
         source = parse_function(pyfn)
         fn = ir.Function(self.kernel_name, ir.Block(), loc=source.loc(source.tree))
-        scope = {}
-        for spec in self.checked_specs(pyfn, specs):
-            scope[spec.name] = unwrap(spec.value) if spec.type is None else self.add_kernel_arg(fn, spec)
         self.builder.block = fn.body
+        params = inspect.signature(pyfn).parameters
+        scope = {spec.name: self.kernel_arg_value(fn, spec, params[spec.name])
+                 for spec in self.checked_specs(pyfn, specs)}
         self.walk_function(pyfn, source, scope)
         return fn
+
+    def kernel_arg_value(self, fn: ir.Function, spec: ArgSpec, param: inspect.Parameter) -> Any:
+        """What a parameter's name means in the body: a kernel argument, a constexpr's value,
+        or, for an int argument equal to 1 (specialised away, as Triton does), an int32
+        constant: typed as the argument is for every other value, so that its promotions,
+        ``.to`` and ``.dtype`` do not change when it happens to be 1."""
+        if spec.type is not None:
+            return self.add_kernel_arg(fn, spec)
+        if type(spec.value) is int and not is_constexpr_annotation(param.annotation):
+            return semantic.constant(self, spec.value, ir.i32)
+        return unwrap(spec.value)
 
     def checked_specs(self, pyfn, specs: list[ArgSpec]) -> list[ArgSpec]:
         params = inspect.signature(pyfn).parameters
