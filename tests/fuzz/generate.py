@@ -10,10 +10,12 @@ every float op may (approximate division, contracted FMAs).  An inexact float
 never feeds an op whose result could jump (a comparison, a float -> int cast,
 ``argmax``, a branch) or scale its error (``*``, ``/``, ``sqrt``).
 
-Left out on purpose, being fixed elsewhere (issue 15): shifts of mixed
-signedness (``int8 >> uint8``), stores of a lower-rank value through a
-higher-rank pointer (every store here is broadcast to the tile first), and
-int -> pointer casts and ``print`` (never generated).
+Not generated yet (each has its own tests; the model would need their rules):
+shifts of mixed signedness (``int8 >> uint8``: Triton's rule, the left
+operand's own signedness picks the shift, is in tests/test_language_shifts.py),
+stores of a lower-rank value through a higher-rank pointer (a compile error
+now; every store here is broadcast to the tile first), and int -> pointer
+casts and ``print``.
 """
 from __future__ import annotations
 
@@ -109,8 +111,8 @@ SIGNEDNESS_MATTERS = ("shl", "shr", "truediv", "floordiv", "mod")
 
 def signedness_allowed(name: str, a: Val, other) -> bool:
     """Two int tiles of different signedness (bool counts as signed): ``/ // %`` refuse
-    them (a clear error, as Triton does); shifts of them are a known bug another branch
-    fixes (issue 15).  ``b | 1`` of a bool divisor is an int32: no bools here at all."""
+    them (a clear error, as Triton does); shifts of them follow a rule the model lacks
+    (see the module docstring).  ``b | 1`` of a bool divisor is an int32: no bools here at all."""
     if name not in SIGNEDNESS_MATTERS or not isinstance(other, Val):
         return True
     if "int1" in (a.dtype, other.dtype):
