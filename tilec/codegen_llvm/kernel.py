@@ -194,7 +194,7 @@ def param_type(t) -> llir.Type:
 
 def lower(fn: Function, target: Target, num_warps: int) -> LLVMKernel:
     """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``."""
-    from . import async_copy, control, debug, dot, elementwise, memory, mma, reduce, shuffle  # noqa: F401  (rules)
+    from . import addresses, async_copy, control, debug, dot, elementwise, memory, mma, reduce, shuffle  # noqa: F401
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout
