@@ -108,18 +108,20 @@ def apply(step: str, v, c, emit):
     return emit(step, v, c)
 
 
-def host_addresses(t, pointee, register_offsets: list[int], steps: list):
-    """A host function ``f(p, x, out)``: per register ``v = (x + offset) <steps>``,
+def host_addresses(t, source, pointee, register_offsets: list[int], steps: list):
+    """A host function ``f(p, x, out)``: per register ``v = ext(x + offset) <steps>``
+    (``x + offset`` in signed ``source``, sign-extended to ``t`` where narrower),
     its address by ``addresses`` and ``ptr + ext(v)``, both stored to ``out``."""
     module, name = llir.Module(), f"addresses{next(_names)}"
-    i64, it = llir.IntType(64), llir.IntType(t.bits)
+    i64, it, source_t = llir.IntType(64), llir.IntType(t.bits), llir.IntType(source.bits)
     fn = llir.Function(module, llir.FunctionType(llir.VoidType(), [i64, i64, llir.PointerType()]), name)
     b = llir.IRBuilder(fn.append_basic_block())
     sc = ScalarContext(b, module, None)
-    p, x, out = b.inttoptr(fn.args[0], llir.PointerType()), b.trunc(fn.args[1], it), fn.args[2]
+    p, x, out = b.inttoptr(fn.args[0], llir.PointerType()), b.trunc(fn.args[1], source_t), fn.args[2]
     regs = []
     for k in register_offsets:
-        v = b.add(x, it(wrap(k, t)))
+        v = b.add(x, source_t(wrap(k, source)))
+        v = b.sext(v, it) if source.bits < t.bits else v
         for step, c in steps:
             v = apply(step, v, it(wrap(c, t)), lambda op, a, c: getattr(b, op)(a, c))
         regs.append(v)
@@ -130,37 +132,45 @@ def host_addresses(t, pointee, register_offsets: list[int], steps: list):
     return native_function(module, name, ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_int64, ctypes.c_void_p))
 
 
-def exact(t, x: int, k: int, steps: list) -> tuple[int, bool]:
-    """Register ``(x + k) <steps>`` without wrapping, and whether every step stayed in ``t``'s range."""
-    low, high = wrap(1 << (t.bits - 1), t) if t.kind == "int" else 0, (1 << (t.bits - (t.kind == "int"))) - 1
-    v = wrap(x, t) + wrap(k, t)
-    fits = low <= v <= high
+def fits(v: int, t) -> bool:
+    return wrap(v, t) == v
+
+
+def exact(t, source, x: int, k: int, steps: list) -> tuple[int, bool]:
+    """Register ``ext(x + k) <steps>`` without wrapping, and whether every step stayed in its type's range."""
+    v = wrap(x, source) + wrap(k, source)
+    ok = fits(v, source)
     for step, c in steps:
         v = apply(step, v, wrap(c, t), lambda op, a, c: {"add": a + c, "sub": a - c, "mul": a * c}[op])
-        fits = fits and low <= v <= high
-    return v, fits
+        ok = ok and fits(v, t)
+    return v, ok
 
 
 NEAR_LIMITS = st.one_of(st.integers(-2**31 - 40, -2**31 + 40), st.integers(2**31 - 40, 2**31 + 40),
                         st.integers(-300, 300), st.integers(-2**63, 2**63 - 1))
 
 
-@given(t=st.sampled_from(OFFSET_TYPES), pointee=st.sampled_from(POINTEES), x=NEAR_LIMITS,
+@given(t=st.sampled_from(OFFSET_TYPES), narrow=st.sampled_from([None, "i8", "i16", "i32"]),
+       pointee=st.sampled_from(POINTEES), x=NEAR_LIMITS,
        register_offsets=st.lists(st.integers(0, 4095), min_size=1, max_size=8),
        steps=st.lists(st.tuples(st.sampled_from(STEPS), NEAR_LIMITS), max_size=3),
        base=st.integers(2**20, 2**40))
-def test_addresses_are_ptr_plus_offset_unless_the_offset_wraps(t, pointee, x, register_offsets, steps, base):
-    """Where the offset's arithmetic stays in its type (the interpreter's offset
+def test_addresses_are_ptr_plus_offset_unless_the_offset_wraps(t, narrow, pointee, x, register_offsets, steps,
+                                                                base):
+    """Where the offset's arithmetic stays in its types (the interpreter's offset
     is the exact one), the address is ``ptr + offset`` as before; where it
-    wraps, the address is off by a multiple of ``2**bits`` elements (the
-    unwrapped offset's address)."""
+    wraps, the address is off by a multiple of ``2**bits`` elements, ``bits``
+    the narrowest type's (the unwrapped offset's address).  ``narrow``: the register offsets are added
+    in that signed type first, then sign-extended (``offs.to(tl.int64)``)."""
     t, pointee = SCALAR_TYPES[t], SCALAR_TYPES[pointee]
+    source = SCALAR_TYPES[narrow] if narrow and t.kind == "int" and SCALAR_TYPES[narrow].bits < t.bits else t
     out = np.zeros(2 * len(register_offsets), np.uint64)
-    host_addresses(t, pointee, register_offsets, steps)(base, wrap(x, SCALAR_TYPES["i64"]), out.ctypes.data)
+    host_addresses(t, source, pointee, register_offsets, steps)(base, wrap(x, SCALAR_TYPES["i64"]),
+                                                                out.ctypes.data)
     size, n = pointee.bits // 8, len(register_offsets)
     for i, k in enumerate(register_offsets):
         new, old = int(out[i]), int(out[n + i])
-        offset, fits = exact(t, x, k, steps)
-        if fits:
+        offset, no_overflow = exact(t, source, x, k, steps)
+        if no_overflow:
             assert new == old == (base + offset * size) % 2**64, (i, offset)
-        assert (new - old) % 2**64 % min(2**64, size << t.bits) == 0, (i, offset)
+        assert (new - old) % 2**64 % min(2**64, size << source.bits) == 0, (i, offset)
