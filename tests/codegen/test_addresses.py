@@ -85,6 +85,21 @@ def test_pointer_tiles_moved_by_constants_share_their_base():
     assert sorted(offsets) == sorted(2 * [4 + 512 * j for j in range(8)]), llvm
 
 
+@tilec.jit
+def long_offset_chain(x_ptr, n, DEPTH: tl.constexpr):
+    offs = tl.arange(0, 128)
+    for _ in tl.static_range(DEPTH):
+        offs = offs + 1
+    tl.store(x_ptr + offs - DEPTH, 1.0, mask=offs - DEPTH < n)
+
+
+def test_a_long_chain_of_offset_arithmetic_compiles():
+    """Reading an offset's arithmetic back stops at a depth (``MAX_SPLIT_DEPTH``), not at Python's recursion limit."""
+    x = np.zeros(128, np.float32)
+    llvm = long_offset_chain.compile(x, 100, DEPTH=1500, num_warps=4, target="sm_90").asm["llir"]
+    assert len(address_geps(llvm)[0]) == 1, llvm
+
+
 # --------------------------------------------------------------------------- #
 # The addresses on the host: the same as ``ptr + ext(offset)`` unless it wraps
 # --------------------------------------------------------------------------- #

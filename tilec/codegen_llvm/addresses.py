@@ -20,6 +20,9 @@ from .kernel import I64, Ctx, lowers
 from .scalar_base import ScalarContext, memory_type, resize_int
 
 I8 = llir.IntType(8)
+# How deep ``ConstantParts`` reads an offset's arithmetic (a long chain of adds,
+# from a ``static_range`` loop, say, is cut there: below it stays one value).
+MAX_SPLIT_DEPTH = 64
 
 
 @lowers(ir.AddPtr)
@@ -71,18 +74,19 @@ class ConstantParts:
         self.parts: dict[int, tuple] = {}
         self.built: dict[tuple, llir.Value] = {}
 
-    def __call__(self, v: llir.Value) -> tuple[Optional[llir.Value], int]:
+    def __call__(self, v: llir.Value, depth: int = 0) -> tuple[Optional[llir.Value], int]:
         if id(v) not in self.parts:
-            self.parts[id(v)] = self._split(v) if self.t.kind == "int" else (self._wide(v), 0)
+            splits = self.t.kind == "int" and depth < MAX_SPLIT_DEPTH
+            self.parts[id(v)] = self._split(v, depth) if splits else (self._wide(v), 0)
         return self.parts[id(v)]
 
-    def _split(self, v: llir.Value) -> tuple[Optional[llir.Value], int]:
+    def _split(self, v: llir.Value, depth: int) -> tuple[Optional[llir.Value], int]:
         if isinstance(v, llir.Constant) and isinstance(v.constant, int):
             return None, self._signed(v.constant)
         name = getattr(v, "opname", None)
         if name not in ("add", "sub", "mul"):
             return self._wide(v), 0
-        x, y = self(v.operands[0]), self(v.operands[1])
+        x, y = self(v.operands[0], depth + 1), self(v.operands[1], depth + 1)
         if name == "mul":
             return self._scaled(v, *((x, y) if y[0] is None else (y, x)))
         k = x[1] + y[1] if name == "add" else x[1] - y[1]
@@ -136,5 +140,3 @@ def _plus_bytes(b: llir.IRBuilder, p: llir.Value, k: int) -> llir.Value:
     """``p`` moved by ``k`` bytes; addresses wrap (no ``inbounds``)."""
     k = (k + 2**63) % 2**64 - 2**63
     return b.gep(p, [I64(k)], source_etype=I8) if k else p
-
-# --------------------------------------------------------------------------- #
