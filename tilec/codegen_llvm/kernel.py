@@ -197,7 +197,7 @@ def lower(fn: Function, target: Target, num_warps: int, fp_fusion: bool = True,
     """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``:
     float add, sub and mul may fuse into fmas when ``fp_fusion``; ``maxnreg``
     caps the registers of a thread (``.maxnreg``)."""
-    from . import async_copy, control, debug, dot, elementwise, memory, mma, reduce, shuffle  # noqa: F401  (rules)
+    from . import addresses, async_copy, control, debug, dot, elementwise, memory, mma, reduce, shuffle  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout
