@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import traceback
 
 import numpy as np
 import pytest
@@ -264,3 +265,21 @@ def test_out_of_bounds_store_below_the_start():
         out_of_bounds_store_kernel[(1,)](z, BLOCK=16)
     assert_points_at(info.value, out_of_bounds_store_kernel, "tl.store(z_ptr + offs - 3, offs)", quoted=False)
     assert "z_ptr" in str(info.value)
+
+
+@tilec.jit
+def _read_past_the_end(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs))  # OOB
+
+
+def test_a_runtime_error_prints_the_users_line_without_the_interpreters_frames():
+    """An out-of-bounds access on the host names and quotes the kernel's line; the
+    interpreter's own frames (a dozen, deep in numpy) are left out, once, unchained."""
+    x, o = np.zeros(10, np.float32), np.zeros(16, np.float32)
+    with pytest.raises(InterpreterError) as info:
+        _read_past_the_end[(1,)](x, o, B=16)
+    text = "".join(traceback.format_exception(info.value))
+    assert text.count("load out of bounds: `x_ptr` + 10") == 1
+    assert "# OOB" in text and "During handling" not in text
+    assert "tilec/ir/" not in text.replace("\\", "/"), text

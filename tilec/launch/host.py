@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
+from ..errors import InterpreterError
 from .args import KernelArg
 from .compiler import HOST, CompiledKernel
 
@@ -45,7 +46,10 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
         return  # an empty grid launches no program, as on a GPU
     from ..ir.interpret import interpret  # numpy-heavy: loaded on the first host launch
 
-    interpret(compiled.fn, grid, compiled.runtime_args(args))
+    try:
+        interpret(compiled.fn, grid, compiled.runtime_args(args))
+    except InterpreterError as e:  # it names and quotes the user's line: the interpreter's frames would bury it
+        raise e.with_traceback(None)
 
 
 def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
