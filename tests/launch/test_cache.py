@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +185,23 @@ def test_a_damaged_entry_is_recompiled_and_overwritten(disk_cache, damage):
     assert again.asm == first.asm and entry.read_bytes() == data  # rewritten whole
     fresh(add_kernel).compile(x, y, out, 64)
     assert cache.STATS["hit"] == 1
+
+
+def test_a_huge_planted_entry_is_refused_by_its_size_without_reading_it(disk_cache):
+    """A (sparse) file larger than any entry is corrupt before a byte of it is read:
+    a planted huge file costs neither memory nor time."""
+    x, y, out = vectors(64)
+    fresh(add_kernel).compile(x, y, out, 64)
+    entry, = kernel_files(disk_cache)
+    os.truncate(entry, cache.MAX_ENTRY_BYTES + 1)
+    tracemalloc.start()
+    try:
+        fresh(add_kernel).compile(x, y, out, 64)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert cache.STATS["corrupt"] == 1 and peak < cache.MAX_ENTRY_BYTES // 8
+    assert entry.stat().st_size < 1 << 20  # rewritten
 
 
 def test_a_failed_write_leaves_no_entry_and_no_temp_file(disk_cache, monkeypatch):

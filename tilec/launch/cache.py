@@ -60,6 +60,7 @@ MAGIC = b"tilec-cache\n"
 HEADER = len(MAGIC) + 8 + 32  # magic, payload length (8 bytes, little endian), sha256 of the payload
 KINDS = ("kernel", "tuning")
 TEMP_SUFFIX = ".tmp"
+MAX_ENTRY_BYTES = 256 << 20  # far above any kernel's stages (a cubin is a few MB)
 
 log = logging.getLogger("tilec.cache")
 
@@ -179,16 +180,30 @@ def store_entry(kind: str, key: str, payload: bytes) -> bool:
         return False
 
 
+def read_bounded(path: Path) -> Optional[bytes]:
+    """The file's bytes, or None (nothing read) when it is larger than any
+    entry tilec writes: a planted huge file must not fill the memory."""
+    with path.open("rb") as f:
+        if os.fstat(f.fileno()).st_size > MAX_ENTRY_BYTES:
+            return None
+        return f.read(MAX_ENTRY_BYTES + 1)
+
+
 def read_entry(kind: str, key: str) -> Optional[bytes]:
     """The payload stored under (``kind``, ``key``); None when there is none, or
     when it is unreadable (reported once), truncated or fails its checksum (logged)."""
     try:
         path = entry_path(kind, key)
-        data = path.read_bytes()
+        data = read_bounded(path)
     except (FileNotFoundError, NotADirectoryError):  # no entry, or no folder yet: a write reports why
         return None
     except OSError as e:
         unusable(e)
+        return None
+    if data is None:
+        log.warning("tilec cache: %s is larger than any entry (%d bytes at most); it will be rewritten",
+                    path, MAX_ENTRY_BYTES)
+        STATS["corrupt"] += 1
         return None
     payload = data[HEADER:]
     if (not data.startswith(MAGIC) or int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little") != len(payload)
