@@ -47,3 +47,11 @@ def test_a_wrong_result_is_caught(monkeypatch):
     monkeypatch.setitem(ops.BINARY, "add", dataclasses.replace(ops.BINARY["add"], ref=np.subtract))
     with pytest.raises(AssertionError, match="interpreter and numpy model differ"):
         check_case(program, inputs)
+
+
+def test_the_model_shifts_as_triton_does():
+    """``>>`` in the promoted type, arithmetic when the left operand's own type is signed:
+    Triton gives [231, 255] for int8 [-100, -1] >> uint8 [2, 1], and [39, 127] the other way."""
+    left = ops.apply_binary("shr", np.array([-100, -1], np.int8), "int8", np.array([2, 1], np.uint8), "uint8")
+    right = ops.apply_binary("shr", np.array([156, 255], np.uint8), "uint8", np.array([2, 1], np.int8), "int8")
+    assert left.tolist() == [231, 255] and right.tolist() == [39, 127]

@@ -10,12 +10,11 @@ every float op may (approximate division, contracted FMAs).  An inexact float
 never feeds an op whose result could jump (a comparison, a float -> int cast,
 ``argmax``, a branch) or scale its error (``*``, ``/``, ``sqrt``).
 
-Not generated yet (each has its own tests; the model would need their rules):
-shifts of mixed signedness (``int8 >> uint8``: Triton's rule, the left
-operand's own signedness picks the shift, is in tests/test_language_shifts.py),
-stores of a lower-rank value through a higher-rank pointer (a compile error
-now; every store here is broadcast to the tile first), and int -> pointer
-casts and ``print``.
+Shifts of mixed signedness follow Triton's rule (``ops.shift_right``: the
+left operand's own signedness picks the shift).  Not generated (each has its
+own tests): stores of a lower-rank value through a higher-rank pointer (a
+compile error; every store here is broadcast to the tile first), int ->
+pointer casts and ``print``.
 """
 from __future__ import annotations
 
@@ -116,13 +115,13 @@ SIGNEDNESS_MATTERS = ("shl", "shr", "truediv", "floordiv", "mod")
 
 def signedness_allowed(name: str, a: Val, other) -> bool:
     """Two int tiles of different signedness (bool counts as signed): ``/ // %`` refuse
-    them (a clear error, as Triton does); shifts of them follow a rule the model lacks
-    (see the module docstring).  ``b | 1`` of a bool divisor is an int32: no bools here at all."""
+    them (a clear error, as Triton does); shifts take them (``ops.shift_right``).
+    ``b | 1`` of a bool divisor is an int32, and Triton shifts a bool as unsigned: no bools here."""
     if name not in SIGNEDNESS_MATTERS or not isinstance(other, Val):
         return True
     if "int1" in (a.dtype, other.dtype):
         return False
-    if a.dtype not in INTS or other.dtype not in INTS:
+    if a.dtype not in INTS or other.dtype not in INTS or name in ("shl", "shr"):
         return True
     return (a.dtype in UINTS) == (other.dtype in UINTS)
 

@@ -16,7 +16,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from .dtypes import (FLOATS, HALFS, INTS, Undefined, bits, cast, minmax_type, numpy_type, promote,
+from .dtypes import (FLOATS, HALFS, INTS, SINTS, Undefined, bits, cast, minmax_type, numpy_type, promote,
                      promote_literal, sum_type, true_div_type)
 from .model import Env
 
@@ -125,7 +125,17 @@ def apply_binary(name: str, a: np.ndarray, a_type: str, b, b_type: Union[str, Li
     doing it after gives the same low bits."""
     p, _ = binary_types(name, a_type, b_type)
     with np.errstate(all="ignore"):
+        if name == "shr":
+            return shift_right(cast(a, p), cast(np.asarray(b), p), a_type in SINTS)
         return np.asarray(BINARY[name].ref(cast(a, p), cast(np.asarray(b), p)))
+
+
+def shift_right(a: np.ndarray, b: np.ndarray, signed: bool) -> np.ndarray:
+    """Triton's ``>>``: in the promoted type, arithmetic when the LEFT operand's own
+    type is signed (``int8 >> uint8`` keeps the sign), logical otherwise."""
+    kind = np.dtype(f"{'i' if signed else 'u'}{a.itemsize}")
+    count = (b & (a.itemsize * 8 - 1)).astype(kind)
+    return np.right_shift(a.view(kind), count).view(a.dtype)
 
 
 # --------------------------------------------------------------------------- #
