@@ -208,20 +208,26 @@ class Autotuner(KernelWrapper):
         """The ``key`` names that are arguments; any other is left out with a
         warning (Triton leaves it out silently: real code names arguments a
         kernel version no longer has)."""
-        names = [names] if isinstance(names, str) else list(names)
-        unknown = [n for n in names if n not in self.arg_names]
+        names, unknown = self._split_names(names)
         if unknown:
-            warnings.warn(f"tilec.autotune(key=...): {unknown} are not arguments of `{self.__name__}` "
-                          f"({', '.join(self.arg_names)}); tuning ignores them", stacklevel=4)
-        return [n for n in names if n in self.arg_names]
+            warnings.warn(f"tilec.autotune(key=...): {self._not_arguments(unknown)}; tuning ignores them",
+                          stacklevel=4)
+        return [n for n in names if n not in unknown]
 
     def _known_names(self, names: Iterable[str], what: str) -> list[str]:
-        names = [names] if isinstance(names, str) else list(names)
-        unknown = [n for n in names if n not in self.arg_names]
+        """``names`` (``reset_to_zero``, ``restore_value``), every one an argument, or a TypeError."""
+        names, unknown = self._split_names(names)
         if unknown:
-            raise TypeError(f"tilec.autotune({what}=...): {unknown} are not arguments of `{self.__name__}` "
-                            f"({', '.join(self.arg_names)})")
+            raise TypeError(f"tilec.autotune({what}=...): {self._not_arguments(unknown)}")
         return names
+
+    def _split_names(self, names: Iterable[str]) -> tuple[list[str], list[str]]:
+        """``names`` as a list (one string is one name), and those that are not arguments."""
+        names = [names] if isinstance(names, str) else list(names)
+        return names, [n for n in names if n not in self.arg_names]
+
+    def _not_arguments(self, unknown: list[str]) -> str:
+        return f"{unknown} are not arguments of `{self.__name__}` ({', '.join(self.arg_names)})"
 
     # --- a launch ------------------------------------------------------------------
     def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:

@@ -64,7 +64,7 @@ def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> Non
 
 
 def _read_only_message(kernel: str, name: str, site: "WriteSite") -> str:
-    # a variant read back from the disk cache has no source locations
+    # an op built without a source location (line 0) is named by its op alone
     where = site.op if site.loc.line <= 0 else f"{site.op} at {site.loc.file}:{site.loc.line}"
     how = (f"stores through `{name}` ({where})" if site.traced else
            f"stores through a pointer tilec cannot trace to one argument ({where}: loaded from memory or "
