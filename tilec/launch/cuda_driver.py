@@ -185,14 +185,16 @@ def device_name(device: int = 0) -> str:
 
 def compute_capability(device: int = 0) -> str:
     """``"sm_90"`` for an H100: the arch to compile PTX for."""
-    drv = driver()
-    dev = check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
-    attr = drv.CUdevice_attribute
-    major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-                  f"compute capability of device {device}")
-    minor = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
-                  f"compute capability of device {device}")
+    major, minor = (device_attribute(device, f"COMPUTE_CAPABILITY_{part}") for part in ("MAJOR", "MINOR"))
     return f"sm_{major}{minor}"
+
+
+def device_attribute(device: int, name: str) -> int:
+    """The CUDA device attribute ``CU_DEVICE_ATTRIBUTE_<name>`` of ``device``."""
+    drv = driver()
+    handle = check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+    attribute = getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+    return check(drv.cuDeviceGetAttribute(attribute, handle), f"{name.lower()} of device {device}")
 
 
 # --- modules and functions --------------------------------------------------

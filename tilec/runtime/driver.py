@@ -161,7 +161,7 @@ class CudaDriver(HostDriver):
     def get_current_target(self) -> GPUTarget:
         device = self.get_current_device()
         capability = int(_cd.compute_capability(device)[len("sm_"):])
-        return GPUTarget("cuda", capability, device_attribute(device, "WARP_SIZE"))
+        return GPUTarget("cuda", capability, _cd.device_attribute(device, "WARP_SIZE"))
 
     def get_active_torch_device(self) -> Any:
         return _torch("get_active_torch_device").device("cuda", self.get_current_device())
@@ -171,7 +171,7 @@ class CudaDriver(HostDriver):
 
     def _properties(self, device: Any) -> dict[str, int]:
         index = _check_device(device, _cd.device_count())
-        return {key: device_attribute(index, name) for key, name in CUDA_PROPERTIES.items()}
+        return {key: _cd.device_attribute(index, name) for key, name in CUDA_PROPERTIES.items()}
 
 
 def _torch_with_cuda() -> Any:
@@ -179,14 +179,6 @@ def _torch_with_cuda() -> Any:
     (asking torch earlier would make it create a context on every device)."""
     torch = sys.modules.get("torch")
     return torch if torch is not None and torch.cuda.is_initialized() else None
-
-
-def device_attribute(device: int, name: str) -> int:
-    """The CUDA device attribute ``CU_DEVICE_ATTRIBUTE_<name>`` of ``device``."""
-    drv = _cd.driver()
-    handle = _cd.check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
-    attribute = getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
-    return _cd.check(drv.cuDeviceGetAttribute(attribute, handle), f"{name.lower()} of device {device}")
 
 
 class DriverConfig:
