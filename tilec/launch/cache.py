@@ -51,10 +51,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from .. import language as tl
+from ..environment import dump_names
 from .args import KernelArg
 from .cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
 from .compiler import HOST, CompiledKernel, Options
-from .dump import dump_names
 
 MAGIC = b"tilec-cache\n"
 HEADER = len(MAGIC) + 8 + 32  # magic, payload length (8 bytes, little endian), sha256 of the payload

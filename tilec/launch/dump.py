@@ -13,9 +13,9 @@ The first file of a variant prints one line to stderr saying where.
 ``ir`` in ``TILEC_DUMP`` is the pass manager's (the IR after every pass, to
 stderr: ``opt/pass_manager.py``); ``all`` does not include it.  Any other
 name (``TILEC_DUMP=1``, ``llvm``, a typo) is an error listing the valid ones,
-not silently nothing; unset, empty or ``0`` dumps nothing.  ``dump_names`` is
-the one reader of ``TILEC_DUMP``: this file, the pass manager and the cache
-(which a dump bypasses) all ask it.
+not silently nothing; unset, empty or ``0`` dumps nothing.
+``environment.dump_names`` is the one reader of ``TILEC_DUMP``: this file,
+the pass manager and the cache (which a dump bypasses) all ask it.
 """
 from __future__ import annotations
 
@@ -27,33 +27,14 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..environment import STAGES, dump_names
 from ..errors import TilecError
 
-# stage -> file extension; also the order ``all`` writes them in.
-STAGE_FILES = {
-    "tir": "tir", "tir-opt": "opt.tir", "tir-gpu": "gpu.tir",
-    "llir": "ll", "ptx": "ptx", "cubin": "cubin", "metadata": "json",
-}
+# stage -> file extension, in the order ``all`` writes them.
+STAGE_FILES = dict(zip(STAGES, ("tir", "opt.tir", "gpu.tir", "ll", "ptx", "cubin", "json")))
 DEFAULT_DIR = "tilec-dump"
 
 _announced: set[Path] = set()  # variants whose first file was reported on stderr
-
-
-#: Every name ``TILEC_DUMP`` takes, in the order the error lists them.
-DUMP_NAMES = (*STAGE_FILES, "ir", "all")
-
-
-def dump_names() -> frozenset[str]:
-    """The names ``TILEC_DUMP`` lists (comma-separated, blanks ignored), ``all``
-    expanded to every stage; a TilecError naming the valid ones for any other."""
-    text = os.environ.get("TILEC_DUMP", "").replace(" ", "")
-    names = {n for n in text.split(",") if n} if text != "0" else set()
-    unknown = sorted(names - set(DUMP_NAMES))
-    if unknown:
-        raise TilecError(f"TILEC_DUMP={text}: unknown name{'s' if len(unknown) > 1 else ''} "
-                         f"{', '.join(map(repr, unknown))}; TILEC_DUMP takes a comma-separated list of "
-                         f"{', '.join(DUMP_NAMES)} (or 0 or nothing for none)")
-    return frozenset(names - {"all"} | (set(STAGE_FILES) if "all" in names else set()))
 
 
 def requested() -> frozenset[str]:

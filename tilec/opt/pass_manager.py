@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Callable, Optional, Sequence
 
+from ..environment import dump_names
 from ..ir.core import Function, VerifyError
 from ..ir.printer import print_function
 
@@ -22,9 +23,7 @@ Pass = Callable[[Function], Function]
 
 
 def dump_requested() -> bool:
-    """True when ``TILEC_DUMP`` names ``ir`` (read by ``launch/dump.py``, which rejects unknown names)."""
-    from ..launch.dump import dump_names  # the launch package loads the optimizer lazily: no cycle
-
+    """True when ``TILEC_DUMP`` names ``ir`` (``environment.dump_names`` rejects unknown names)."""
     return "ir" in dump_names()
 
 
