@@ -6,6 +6,9 @@ needed: the kernels are compiled ahead of time for ``--target``.
     PYTHONPATH=. python benchmarks/ptx_diff.py [--target sm_90] --out new.json
     PYTHONPATH=. python benchmarks/ptx_diff.py --compare old.json new.json
 
+``--ptx-dir DIR`` also writes each kernel's whole ``.asm["ptx"]`` there (one
+file a case), for a plain ``diff -r`` of two versions.
+
 Run the first form in a checkout of each version (an older tree unpacked with
 ``git archive``), then compare: every count that changed is printed.
 """
@@ -17,6 +20,7 @@ import re
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -35,6 +39,7 @@ def cases() -> dict:
 
     load = kernels.load_tutorial
     f32, f16 = np.zeros(1 << 20, np.float32), np.zeros(1 << 20, np.float16)
+    i32 = np.zeros(1 << 10, np.int32)
     attn = load("attention")._attn_fwd
     matmul = load("matmul").matmul_kernel
 
@@ -59,6 +64,12 @@ def cases() -> dict:
         "layer_norm 8192 w8 fp16": (load("layer_norm")._layer_norm_fwd_fused,
                                     (f16, f16, f16, f16, f32, f32, 8192, 8192, 1e-5),
                                     dict(BLOCK_SIZE=8192, num_warps=8)),
+        "layer_norm bwd dx 8192 w8 fp16": (load("layer_norm")._layer_norm_bwd_dx_fused,
+                                           (f16, f16, f32, f32, f16, f16, f32, f32, i32, 8192, 8192),
+                                           dict(GROUP_SIZE_M=64, BLOCK_SIZE_N=8192, num_warps=8)),
+        "layer_norm bwd dwdb 8192 w4": (load("layer_norm")._layer_norm_bwd_dwdb,
+                                        (f32, f32, f16, f16, 64, 8192),
+                                        dict(BLOCK_SIZE_M=32, BLOCK_SIZE_N=128, num_warps=4)),
         "matmul 128x128x64 w4 s3": mm(128, 128, 64, 4, 3),
         "matmul 128x256x64 w8 s3": mm(128, 256, 64, 8, 3),
         "attention d64 128x64 w8 s3": attention(64, 128, 64, 8, 3),
@@ -77,10 +88,13 @@ def ptx_stats(ptx: str) -> dict:
     return dict(stats)
 
 
-def measure(target: str) -> dict:
+def measure(target: str, ptx_dir: Optional[Path] = None) -> dict:
     out = {}
     for name, (kernel, args, options) in cases().items():
         compiled = kernel.compile(*args, target=target, **options)
+        if ptx_dir is not None:
+            ptx_dir.mkdir(parents=True, exist_ok=True)
+            (ptx_dir / (name.replace(" ", "_") + ".ptx")).write_text(compiled.asm["ptx"])
         md = compiled.metadata
         out[name] = dict(ptx_stats(compiled.asm["ptx"]), registers=md.registers, spills=md.spill_stores)
         print(name, out[name], flush=True)
@@ -102,12 +116,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="sm_90")
     parser.add_argument("--out", help="write the counts here (JSON)")
+    parser.add_argument("--ptx-dir", type=Path, help="write each kernel's PTX into this folder")
     parser.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two --out files")
     opts = parser.parse_args()
     if opts.compare:
         compare(*(json.loads(Path(p).read_text()) for p in opts.compare))
         return
-    stats = measure(opts.target)
+    stats = measure(opts.target, opts.ptx_dir)
     if opts.out:
         Path(opts.out).write_text(json.dumps(stats, indent=1))
 
