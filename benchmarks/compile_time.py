@@ -138,9 +138,9 @@ def phase_timers() -> tuple[dict[str, float], contextlib.ExitStack]:
     returned stack is open (the phases' functions wrapped by timers)."""
     import tilec.ast_parse
     import tilec.codegen_llvm
-    import tilec.codegen_llvm.libdevice
+    import tilec.backends.nvidia.libdevice
     import tilec.launch.compiler
-    import tilec.launch.nvidia
+    import tilec.backends.nvidia.stages
     import tilec.opt
 
     times: dict[str, float] = {}
@@ -149,19 +149,19 @@ def phase_timers() -> tuple[dict[str, float], contextlib.ExitStack]:
                (tilec.opt, "optimize", "optimize (tile IR passes)"),
                (tilec.launch.compiler, "_metadata", "cost estimate"),
                (tilec.launch.compiler, "print_function", "printing IR (asm stages)"),
-               (tilec.launch.nvidia, "print_function", "printing IR (asm stages)"),
-               (tilec.launch.nvidia, "assign_gpu_layouts", "layouts (assign_layouts)"),
+               (tilec.backends.nvidia.stages, "print_function", "printing IR (asm stages)"),
+               (tilec.backends.nvidia.stages, "assign_gpu_layouts", "layouts (assign_layouts)"),
                (tilec.codegen_llvm, "lower", "codegen to LLVM IR (lower)"),
-               (tilec.codegen_llvm.libdevice, "link_libdevice", "libdevice link + O3"),
-               (tilec.launch.nvidia, "nvptx_target", "target setup"),
-               (tilec.launch.nvidia, "emit_ptx", "NVPTX backend (emit_ptx)"),
-               (tilec.launch.nvidia, "assemble_cubin", "ptxas")]
+               (tilec.backends.nvidia.libdevice, "link_libdevice", "libdevice link + O3"),
+               (tilec.backends.nvidia.stages, "nvptx_target", "target setup"),
+               (tilec.backends.nvidia.stages, "emit_ptx", "NVPTX backend (emit_ptx)"),
+               (tilec.backends.nvidia.stages, "assemble_cubin", "ptxas")]
     for module, attr, phase in wrapped:
         if hasattr(module, attr):
             stack.enter_context(_timed(module, attr, phase, times))
-    stages = tilec.launch.nvidia.STAGES
+    stages = tilec.backends.nvidia.stages.STAGES
     original = list(stages)
-    stages[:] = [(name, globals_lookup(tilec.launch.nvidia, fn)) for name, fn in stages]
+    stages[:] = [(name, globals_lookup(tilec.backends.nvidia.stages, fn)) for name, fn in stages]
     stack.callback(lambda: stages.__setitem__(slice(None), original))
     return times, stack
 

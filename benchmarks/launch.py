@@ -131,7 +131,7 @@ def count_general_launches() -> list:
 def tilec_parts(tensors, launches: int, trials: int) -> dict:
     """µs (``call`` mode) of the pieces of tilec's launch: the specializer, the
     generated launcher, and the bare driver call two ways."""
-    from tilec.launch import cuda_driver as cd, libcuda
+    from tilec.backends.nvidia import cuda_driver as cd, libcuda
 
     kernel = empty_kernel_6
     args = (*tensors, 1003, 7)

@@ -28,7 +28,7 @@ def check_every_compile() -> None:
         return
     from tilec.errors import CompilationError, OutOfResources
     from tilec.launch import compiler
-    from tilec.launch.nvidia import compile_for_gpu
+    from tilec.backends.nvidia.stages import compile_for_gpu
 
     jit = sys.modules["tilec.launch.jit"]
     host_compile = jit.compile_variant

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 import tilec
 import tilec.language as tl
-from tilec import ir, semantic
-from tilec.ast_control import assigned_names, normalize_returns
+from tilec import ir
+from tilec.frontend import semantic
+from tilec.frontend.control import assigned_names, normalize_returns
 from tilec.ast_parse import ArgSpec, build_ir
 from tilec.errors import CompilationError
 from tilec.ir.interpret import interpret

@@ -20,7 +20,7 @@ from tilec import testing
 from tilec.launch import cache
 from tilec.launch.cache_entry import unpack_entry
 
-at = importlib.import_module("tilec.autotune")  # `tilec.autotune` itself is the decorator
+at = importlib.import_module("tilec.launch.autotune")  # `tilec.autotune` itself is the decorator
 REPO = Path(__file__).resolve().parents[1]
 FAST = {"warmup": 1, "rep": 1}  # the interpreter is slow: the fewest runs do_bench allows
 

@@ -15,7 +15,7 @@ import pytest
 from tilec import cli
 from tilec.launch import dump
 from tilec.launch.args import classify_arg
-from tilec.targets import ptxas
+from tilec.backends.nvidia import ptxas
 
 REPO = Path(__file__).resolve().parent.parent
 

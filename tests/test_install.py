@@ -17,7 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tilec.targets import ptxas
+from tilec.backends.nvidia import ptxas
 
 tomllib = pytest.importorskip("tomllib")
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tilec.runtime.driver as rd
-from tilec.launch import cuda_driver
+from tilec.backends.nvidia import cuda_driver
 from tilec.runtime.driver import CUDA_PROPERTIES, CudaDriver, GPUTarget, HostDriver, driver
 
 TRITON_KEYS = {"max_shared_mem", "max_num_regs", "multiprocessor_count", "warpSize",

@@ -1,4 +1,4 @@
-"""The typing rules of ``tilec.semantic`` and the IR ``tilec.builtins`` builds.
+"""The typing rules of ``tilec.frontend.semantic`` and the IR ``tilec.frontend.tl_ops`` builds.
 
 * The promotion table for ``+`` on every pair of dtypes, written out by hand
   from Triton's rules, and the weak typing of Python numbers.
@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import tilec
 import tilec.language as tl
-from tilec import ir, semantic
+from tilec import ir
+from tilec.frontend import semantic
 from tilec.errors import CompilationError
 
 SETTINGS = settings(max_examples=30, deadline=None)
@@ -243,7 +244,7 @@ def test_casts_follow_triton():
 # --------------------------------------------------------------------------- #
 
 def call(ctx, fn, *args, **kwargs):
-    from tilec.builtins import call_builtin
+    from tilec.frontend.tl_ops import call_builtin
     return call_builtin(ctx, fn, list(args), kwargs)
 
 

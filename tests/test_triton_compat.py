@@ -104,7 +104,7 @@ def test_triton_names_are_tilecs_objects():
         assert (triton.jit, triton.JITFunction, triton.Config) == (tilec.jit, tilec.JITFunction, tilec.Config)
         assert triton.TritonError is tilec.TilecError
         assert triton.KernelInterface is triton.runtime.jit.KernelInterface is tilec.runtime.KernelInterface
-        assert triton.runtime.autotuner.Autotuner is importlib.import_module("tilec.autotune").Autotuner
+        assert triton.runtime.autotuner.Autotuner is importlib.import_module("tilec.launch.autotune").Autotuner
         assert triton.runtime.driver.active is tilec.runtime.driver.active
         assert triton.__version__ == "3.6.0" and triton.testing.do_bench is tilec.testing.do_bench
         assert tilec.language.__spec__.name == "tilec.language"  # an alias keeps its own identity

@@ -13,10 +13,10 @@
 
 Importing tilec is cheap: the front end, the interpreter and LLVM load on first use.
 """
-from . import language  # noqa: F401
-from .errors import CompilationError, InterpreterError, OutOfResources, TilecError  # noqa: F401
-from .launch import CompiledKernel, JITFunction, KernelInterface, cdiv, jit, next_power_of_2  # noqa: F401
-from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: F401
+from tilec import language  # noqa: F401
+from tilec.errors import CompilationError, InterpreterError, OutOfResources, TilecError  # noqa: F401
+from tilec.launch import CompiledKernel, JITFunction, KernelInterface, cdiv, jit, next_power_of_2  # noqa: F401
+from tilec.launch.autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: F401
 
 __version__ = "0.1.0"
 

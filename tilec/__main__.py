@@ -1,6 +1,6 @@
 """``python -m tilec``: the command line (``tilec/cli.py``)."""
 import sys
 
-from .cli import main
+from tilec.cli import main
 
 sys.exit(main())

@@ -29,12 +29,11 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
-from tilec import ir, semantic
-from tilec.ast_calls import PY_NAMES, CallsMixin, tl_equivalent
-from tilec.ast_common import (
-    FunctionSource, closure_vars, is_compile_time, is_constexpr_annotation, is_tensor, parse_function, unwrap,
-)
-from tilec.ast_control import RETURN_SLOT, ControlFlowMixin, normalize_returns
+from tilec import ir
+from tilec.frontend import semantic
+from tilec.frontend.calls import PY_NAMES, CallsMixin, tl_equivalent
+from tilec.frontend.common import FunctionSource, closure_vars, is_compile_time, is_constexpr_annotation, is_tensor, parse_function, unwrap
+from tilec.frontend.control import RETURN_SLOT, ControlFlowMixin, normalize_returns
 from tilec.errors import CompilationError, TilecError
 
 __all__ = ["ArgSpec", "CodeGenerator", "FunctionSource", "build_ir", "parse_function"]

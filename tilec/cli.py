@@ -29,9 +29,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .errors import TilecError
-from .ir.types import ScalarType
-from .launch.args import ELEM_TYPES
+from tilec.errors import TilecError
+from tilec.ir.types import ScalarType
+from tilec.launch.args import ELEM_TYPES
 
 USAGE_ERROR = 2
 STAGES = ("tir", "tir-opt", "tir-gpu", "llir", "ptx", "cubin")
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- #
 
 def compile_command(args: argparse.Namespace) -> int:
-    from .launch import cuda
+    from tilec.backends.nvidia import cuda
 
     kernel = load_kernel(args.kernel)
     values = bind_signature(kernel, parse_signature(args.signature))
@@ -121,7 +121,7 @@ def compile_command(args: argparse.Namespace) -> int:
 
 def load_kernel(spec: str) -> Any:
     """The ``@tilec.jit`` kernel ``spec`` (``path/to/file.py:name``) names, its file imported as a module."""
-    from .launch.jit import JITFunction
+    from tilec.launch.jit import JITFunction
 
     path_text, colon, name = spec.rpartition(":")
     if not colon or not path_text or not name:
@@ -261,7 +261,7 @@ def parse_constexprs(kernel: Any, items: Sequence[str]) -> dict[str, Any]:
 
 def parse_constexpr_value(name: str, text: str) -> Any:
     """A Python literal (``1024``, ``True``, ``'relu'``, ``(1, 2)``, ``None``) or a ``tl.<dtype>``."""
-    from . import language as tl
+    from tilec import language as tl
 
     if text.startswith("tl."):
         value = getattr(tl, text[3:], None)
@@ -291,7 +291,7 @@ def _selected_stages(compiled: Any, args: argparse.Namespace) -> list[str]:
 def _why_missing(stage: str, target: str) -> str:
     if target == "host":
         return "host compiles stop at tir-opt; pass --target sm_90 for the GPU stages"
-    from .targets.ptxas import INSTALL_CUDA_TOOLS
+    from tilec.backends.nvidia.ptxas import INSTALL_CUDA_TOOLS
 
     return f"no ptxas was found: {INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS"  # only cubin can be missing
 
@@ -311,7 +311,7 @@ def _print_stage(compiled: Any, stage: str, header: bool) -> None:
 
 
 def _write(compiled: Any, stages: list[str], directory: Path) -> None:
-    from .launch.dump import write_stages
+    from tilec.launch.dump import write_stages
 
     try:
         paths = write_stages(compiled, stages, directory)
@@ -327,7 +327,7 @@ def _write(compiled: Any, stages: list[str], directory: Path) -> None:
 
 def cache_command(args: argparse.Namespace) -> int:
     """Show the disk cache, creating nothing, or clear it."""
-    from .launch import cache
+    from tilec.launch import cache
 
     if args.clear:
         print(f"removed {count(cache.clear(), 'entry', 'entries')} from {cache_summary()}")
@@ -345,7 +345,7 @@ def cache_command(args: argparse.Namespace) -> int:
 def cache_summary() -> str:
     """Where the disk cache is and, when it is not simply in use, why: it cannot be
     used (tilec works on without it), it is off, or nothing was cached yet."""
-    from .launch import cache
+    from tilec.launch import cache
 
     try:
         directory = cache.cache_dir()
@@ -389,9 +389,9 @@ def info_lines() -> list[tuple[str, str]]:
     import llvmlite
     import llvmlite.binding as llvm
 
-    from . import __version__
-    from .launch.compiler import TARGETS
-    from .targets.ptxas import INSTALL_CUDA_TOOLS, find_libdevice, find_ptxas
+    from tilec import __version__
+    from tilec.launch.compiler import TARGETS
+    from tilec.backends.nvidia.ptxas import INSTALL_CUDA_TOOLS, find_libdevice, find_ptxas
 
     ptxas, libdevice = find_ptxas(), find_libdevice()
     return [
@@ -412,7 +412,7 @@ def info_lines() -> list[tuple[str, str]]:
 
 def gpu_lines() -> list[tuple[str, str]]:
     """The CUDA driver's version and each GPU, or one line saying why there are none."""
-    from .launch import cuda_driver as cd
+    from tilec.backends.nvidia import cuda_driver as cd
 
     try:
         drv = cd.driver()

@@ -17,7 +17,7 @@ import numpy as np
 import tilec
 import tilec.language as tl
 from tilec.errors import TilecError
-from tilec.launch import cuda_driver
+from tilec.backends.nvidia import cuda_driver
 
 SIZES = (10_000, 2**22)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import TilecError
+from tilec.errors import TilecError
 
 #: The stages of a compiled variant, in the order ``all`` writes them.
 STAGES = ("tir", "tir-opt", "tir-gpu", "llir", "ptx", "cubin", "metadata")

@@ -177,9 +177,9 @@ def nvptx_module(arch: str) -> str:
 
 def compile_for(arch: str) -> str:
     """The PTX of every case for ``arch``, assembled by ptxas when one is found."""
-    from tilec.codegen_llvm.libdevice import link_libdevice
-    from tilec.targets.nvptx import emit_ptx, nvptx_target
-    from tilec.targets.ptxas import assemble, find_ptxas
+    from tilec.backends.nvidia.libdevice import link_libdevice
+    from tilec.backends.nvidia.target import emit_ptx, nvptx_target
+    from tilec.backends.nvidia.ptxas import assemble, find_ptxas
 
     ptx = emit_ptx(link_libdevice(nvptx_module(arch), nvptx_target(arch)), arch)
     if find_ptxas() is not None:

@@ -8,11 +8,11 @@ import re
 import llvmlite.binding as llvm
 import pytest
 
-from tilec.codegen_llvm import libdevice
-from tilec.codegen_llvm.libdevice import link_libdevice
+from tilec.backends.nvidia import libdevice
+from tilec.backends.nvidia.libdevice import link_libdevice
 from tilec.errors import TilecError
-from tilec.targets.nvptx import emit_ptx, nvptx_target
-from tilec.targets.ptxas import assemble, find_libdevice, find_ptxas
+from tilec.backends.nvidia.target import emit_ptx, nvptx_target
+from tilec.backends.nvidia.ptxas import assemble, find_libdevice, find_ptxas
 
 SM80 = nvptx_target("sm_80")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tilec.codegen_llvm import lower
 from tilec.ir.parser import parse_function
-from tilec.targets.nvptx import nvptx_target
+from tilec.backends.nvidia.target import nvptx_target
 
 BLOCKED = "blocked<[1, 4], [8, 4], [4, 1], [1, 0]>"
 OPERAND = "dot_op<0, 2, mma<[2, 1]>>"

@@ -14,7 +14,7 @@ from llvmlite import ir as llir
 from codegen.host_jit import native_function
 from helpers import PROPERTY
 
-from tilec.codegen_llvm.mma import split_offset, swizzled_offset
+from tilec.backends.nvidia.mma import split_offset, swizzled_offset
 from tilec.ir.layouts import Shared
 
 I32 = llir.IntType(32)

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from tilec.launch import cuda, cuda_driver as cd, libcuda
+from tilec.backends.nvidia import cuda, cuda_driver as cd, libcuda
 
 
 class FakeCudaArray:

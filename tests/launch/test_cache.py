@@ -16,7 +16,7 @@ import pytest
 import tilec
 from tilec.launch import cache
 from tilec.launch.compiler import Options
-from tilec.targets import ptxas
+from tilec.backends.nvidia import ptxas
 
 from launch.kernels import add_kernel, fresh
 

@@ -15,7 +15,7 @@ from launch.kernels import add_kernel, fresh
 from launch.test_cache import disk_cache  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.gpu
-at = importlib.import_module("tilec.autotune")
+at = importlib.import_module("tilec.launch.autotune")
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from tilec.launch import cache
 
 from launch.test_cache import disk_cache  # noqa: F401 (a fixture)
 
-at = importlib.import_module("tilec.autotune")
+at = importlib.import_module("tilec.launch.autotune")
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -11,7 +11,7 @@ import types
 import pytest
 
 from tilec.errors import TilecError
-from tilec.launch import cuda_driver as cd, libcuda
+from tilec.backends.nvidia import cuda_driver as cd, libcuda
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ define ptx_kernel void @empty(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addr
 
 def test_add_ir_emits_ptx():
     pytest.importorskip("llvmlite")
-    from tilec.targets import emit_ptx
+    from tilec.backends.nvidia.target import emit_ptx
 
     ptx = emit_ptx(ADD_IR, "sm_90")
     assert ".entry add(" in ptx and ".entry empty(" in ptx
@@ -134,7 +134,7 @@ def test_add_ir_emits_ptx():
 @pytest.fixture(scope="module")
 def gpu_module():
     torch = pytest.importorskip("torch")
-    from tilec.targets import emit_ptx
+    from tilec.backends.nvidia.target import emit_ptx
 
     arch = cd.compute_capability(0)
     ptx = emit_ptx(ADD_IR, arch if arch in ("sm_80", "sm_86", "sm_89", "sm_90") else "sm_80")

@@ -17,7 +17,7 @@ import pytest
 import tilec
 import tilec.language as tl
 from launch.kernels import add_kernel, empty_kernel, fresh, scalars_kernel, transpose_kernel
-from tilec.launch import libcuda
+from tilec.backends.nvidia import libcuda
 
 pytestmark = pytest.mark.gpu
 

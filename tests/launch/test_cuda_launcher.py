@@ -15,9 +15,9 @@ import tilec
 from launch.fake_gpu import FakeCudaArray, arrays, gpu  # noqa: F401 (gpu: a fixture)
 from launch.kernels import add_kernel, fresh, scalars_kernel, transpose_kernel
 from tilec.errors import OutOfResources, TilecError
-from tilec.launch import cuda, cuda_driver as cd
+from tilec.backends.nvidia import cuda, cuda_driver as cd
 from tilec.launch.jit import LAUNCHERS
-from tilec.targets import ptxas
+from tilec.backends.nvidia import ptxas
 
 
 # --- launching ------------------------------------------------------------------

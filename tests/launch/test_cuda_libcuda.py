@@ -9,8 +9,8 @@ import ctypes
 import pytest
 
 from tilec.errors import TilecError
-from tilec.launch import cuda_driver as cd, libcuda
-from tilec.launch.libcuda import LaunchFrame, read_launch
+from tilec.backends.nvidia import cuda_driver as cd, libcuda
+from tilec.backends.nvidia.libcuda import LaunchFrame, read_launch
 
 KINDS = ["ptr", "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"]
 VALUES = [0x7F12_3456_7800, True, -5, -300, -(2**31), 2**62, 255, 65535, 2**32 - 1, 2**64 - 1, 0.5, 1.5, -2.25]

@@ -12,7 +12,7 @@ from launch.kernels import add_kernel, fresh, transpose_kernel
 from tilec.errors import OutOfResources, TilecError
 from tilec.launch import cache, dump
 from tilec.opt import pass_manager
-from tilec.targets import ptxas
+from tilec.backends.nvidia import ptxas
 
 
 def vectors(n=4096):

@@ -26,7 +26,7 @@ from tilec.launch.args import (
 from tilec.launch.binder import make_binder, make_specializer
 from tilec.launch.compiler import Options
 from tilec.launch.jit import JITFunction
-from tilec.launch.libcuda import LaunchFrame
+from tilec.backends.nvidia.libcuda import LaunchFrame
 
 BASE = 0x7F00_0000_0000
 

@@ -10,10 +10,10 @@ import pytest
 
 from launch.kernels import add_kernel, fresh, scalars_kernel, transpose_kernel
 from tilec.errors import OutOfResources
-from tilec.launch import cuda, nvidia
+from tilec.backends.nvidia import cuda, stages as nvidia
 from tilec.launch.compiler import TARGETS
-from tilec.targets import ptxas
-from tilec.targets.nvptx import ARCHS
+from tilec.backends.nvidia import ptxas
+from tilec.backends.nvidia.target import ARCHS
 
 
 def vectors(n=4096):

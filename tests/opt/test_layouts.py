@@ -25,7 +25,7 @@ from tilec.ir.layouts import (
     root_layout, root_shape, thread_bits, vector_runs,
 )
 from tilec.ir.verify import verify_function
-from tilec.opt.layouts import assign_layouts
+from tilec.backends.nvidia.layouts import assign_layouts
 
 
 def four_warps(fn):

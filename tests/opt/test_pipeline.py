@@ -20,8 +20,8 @@ from tilec.ir.interpret import interpret
 from tilec.ir.parser import parse_function
 from tilec.ir.printer import print_function
 from tilec.opt.axis_info import analyze_axes
-from tilec.opt.layouts import assign_layouts
-from tilec.opt.pipeline import NotPipelinable, analyze_loop, pipeline_loops
+from tilec.backends.nvidia.layouts import assign_layouts
+from tilec.backends.nvidia.pipeline import NotPipelinable, analyze_loop, pipeline_loops
 
 # --------------------------------------------------------------------------- #
 # Golden text

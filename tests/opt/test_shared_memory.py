@@ -8,7 +8,7 @@ from opt.test_pipeline import LOOP
 
 from tilec import ir
 from tilec.ir.parser import parse_function
-from tilec.opt.pipeline import pipeline_loops
+from tilec.backends.nvidia.pipeline import pipeline_loops
 from tilec.opt.shared_memory import plan_shared
 
 SHARED = "shared<8, 1, 1, [2, 1, 0]>"

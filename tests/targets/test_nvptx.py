@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from tilec.targets import Target, emit_ptx, launch_bounds_attrs, nvptx_target
-from tilec.targets.nvptx import ARCHS, PTX_FEATURES
+from tilec.targets import Target
+from tilec.backends.nvidia.target import emit_ptx, launch_bounds_attrs, nvptx_target
+from tilec.backends.nvidia.target import ARCHS, PTX_FEATURES
 
 llvm = pytest.importorskip("llvmlite.binding")
 

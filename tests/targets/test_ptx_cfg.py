@@ -1,4 +1,4 @@
-"""tilec.targets.ptx_cfg: PTX text in, its control-flow graph and the loops
+"""tilec.backends.nvidia.ptx_cfg: PTX text in, its control-flow graph and the loops
 entered past their header out.  Hand-written shapes (the loop that hung the
 H100 among them), then hypothesis: structured programs have none, and one
 branch from before a loop into its body is found."""
@@ -11,8 +11,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tilec.errors import TilecError
-from tilec.launch.nvidia import check_reducible
-from tilec.targets.ptx_cfg import control_flow_graphs, irreducible_entries
+from tilec.backends.nvidia.stages import check_reducible
+from tilec.backends.nvidia.ptx_cfg import control_flow_graphs, irreducible_entries
 
 
 def entry(body: str, name: str = "k") -> str:

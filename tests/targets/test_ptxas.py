@@ -9,16 +9,9 @@ from pathlib import Path
 import pytest
 
 from tilec.errors import TilecError
-from tilec.targets import emit_ptx
-from tilec.targets import ptxas as ptxas_mod
-from tilec.targets.ptxas import (
-    PtxasError,
-    PtxasResult,
-    assemble,
-    find_libdevice,
-    find_ptxas,
-    parse_ptxas_log,
-)
+from tilec.backends.nvidia.target import emit_ptx
+from tilec.backends.nvidia import ptxas as ptxas_mod
+from tilec.backends.nvidia.ptxas import PtxasError, PtxasResult, assemble, find_libdevice, find_ptxas, parse_ptxas_log
 
 pytest.importorskip("llvmlite.binding")
 

@@ -4,6 +4,6 @@
 and the shared memory it needs); ``libdevice.link_libdevice`` links the math
 library and optimizes; the target turns the result into PTX.
 """
-from .kernel import LLVMKernel, lower  # noqa: F401
+from tilec.codegen_llvm.kernel import LLVMKernel, lower  # noqa: F401
 
 __all__ = ["LLVMKernel", "lower"]

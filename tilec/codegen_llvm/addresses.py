@@ -14,10 +14,10 @@ from typing import Optional
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.types import ScalarType, elem_type
-from .kernel import I64, Ctx, lowers
-from .scalar_base import ScalarContext, memory_type, resize_int
+from tilec import ir
+from tilec.ir.types import ScalarType, elem_type
+from tilec.codegen_llvm.kernel import I64, Ctx, lowers
+from tilec.codegen_llvm.scalar_base import ScalarContext, memory_type, resize_int
 
 I8 = llir.IntType(8)
 # How deep ``ConstantParts`` reads an offset's arithmetic (a long chain of adds,

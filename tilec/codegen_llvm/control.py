@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.core import Block
-from .kernel import Ctx, lowers
+from tilec import ir
+from tilec.ir.core import Block
+from tilec.codegen_llvm.kernel import Ctx, lowers
 
 
 def _phis(ctx: Ctx, inits: list[list], incoming_block) -> list[list]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.types import PointerType, TileType, elem_type
-from .kernel import I32, I64, Ctx, coordinates, first_thread, lowers, owner_predicate
-from .memory import _guarded
+from tilec import ir
+from tilec.ir.types import PointerType, TileType, elem_type
+from tilec.codegen_llvm.kernel import I32, I64, Ctx, coordinates, first_thread, lowers, owner_predicate
+from tilec.codegen_llvm.memory import _guarded
 
 GENERIC = llir.PointerType()
 

@@ -13,13 +13,13 @@ cores) do.
 from __future__ import annotations
 
 
-from .. import ir
-from ..ir.types import ScalarType, bf16, elem_type, f16, f32
-from ..ir.layouts import Mma
-from .kernel import I32, Ctx, coordinates, element_address, linear_index, lowers
-from .mma import lower_mma_dot, round_tf32
-from .scalar_base import llvm_type, memory_type, resize_int
-from .shuffle import stage_in_smem
+from tilec import ir
+from tilec.ir.types import ScalarType, bf16, elem_type, f16, f32
+from tilec.ir.layouts import Mma
+from tilec.codegen_llvm.kernel import I32, Ctx, coordinates, element_address, linear_index, lowers
+from tilec.backends.nvidia.mma import lower_mma_dot, round_tf32
+from tilec.codegen_llvm.scalar_base import llvm_type, memory_type, resize_int
+from tilec.codegen_llvm.shuffle import stage_in_smem
 
 
 @lowers(ir.Dot)

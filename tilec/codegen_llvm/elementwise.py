@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.layouts import register_offsets
-from ..ir.types import ScalarType, TileType
-from . import scalar_ops  # noqa: F401  (fills scalar_base.LOWER)
-from .kernel import I32, LOWER, Ctx, coordinates, lowers, registers_of
-from .scalar_base import LOWER as SCALAR_LOWER
-from .scalar_base import llvm_type
-from .scalar_ops import emit_scalar
+from tilec import ir
+from tilec.ir.layouts import register_offsets
+from tilec.ir.types import ScalarType, TileType
+from tilec.codegen_llvm import scalar_ops  # noqa: F401  (fills scalar_base.LOWER)
+from tilec.codegen_llvm.kernel import I32, LOWER, Ctx, coordinates, lowers, registers_of
+from tilec.codegen_llvm.scalar_base import LOWER as SCALAR_LOWER
+from tilec.codegen_llvm.scalar_base import llvm_type
+from tilec.codegen_llvm.scalar_ops import emit_scalar
 
 
 def constant(t: ScalarType, value) -> llir.Constant:

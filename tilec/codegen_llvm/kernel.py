@@ -21,19 +21,17 @@ from typing import Callable, Optional
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..errors import CompilationError
-from ..ir.core import Block, Function, Op, Value
-from ..ir.layouts import (
-    Layout, ThreadBit, exact_log2, is_shared, num_registers, register_offsets, replicating, thread_bits,
-)
-from ..ir.interp_ops import registrar
-from ..ir.types import ScalarType, TileType
-from ..opt.axis_info import analyze_axes
-from ..opt.shared_memory import plan_shared
-from ..targets.base import Target
-from ..targets.nvptx import launch_bounds_attrs
-from .scalar_base import ScalarContext, call, declare, llvm_type
+from tilec import ir
+from tilec.errors import CompilationError
+from tilec.ir.core import Block, Function, Op, Value
+from tilec.ir.layouts import Layout, ThreadBit, exact_log2, is_shared, num_registers, register_offsets, replicating, thread_bits
+from tilec.ir.interp_ops import registrar
+from tilec.ir.types import ScalarType, TileType
+from tilec.opt.axis_info import analyze_axes
+from tilec.opt.shared_memory import plan_shared
+from tilec.targets.base import Target
+from tilec.backends.nvidia.target import launch_bounds_attrs
+from tilec.codegen_llvm.scalar_base import ScalarContext, call, declare, llvm_type
 
 I32 = llir.IntType(32)
 I64 = llir.IntType(64)
@@ -197,7 +195,8 @@ def lower(fn: Function, target: Target, num_warps: int, fp_fusion: bool = True,
     """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``:
     float add, sub and mul may fuse into fmas when ``fp_fusion``; ``maxnreg``
     caps the registers of a thread (``.maxnreg``)."""
-    from . import addresses, async_copy, control, debug, dot, elementwise, memory, mma, reduce, shuffle  # noqa: F401 (rules)
+    from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, memory, reduce, shuffle
+    from tilec.backends.nvidia import async_copy, mma  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout

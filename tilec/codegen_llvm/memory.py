@@ -19,13 +19,13 @@ from typing import Optional
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.layouts import register_counts, root_blocked
-from ..ir.types import ScalarType, TileType, elem_type, shape_of
-from ..opt.axis_info import mask_vector_width, vector_width
-from .elementwise import constant
-from .kernel import I32, Ctx, all_of, first_thread, lowers, owner_predicate, registers_of
-from .scalar_base import memory_type
+from tilec import ir
+from tilec.ir.layouts import register_counts, root_blocked
+from tilec.ir.types import ScalarType, TileType, elem_type, shape_of
+from tilec.opt.axis_info import mask_vector_width, vector_width
+from tilec.codegen_llvm.elementwise import constant
+from tilec.codegen_llvm.kernel import I32, Ctx, all_of, first_thread, lowers, owner_predicate, registers_of
+from tilec.codegen_llvm.scalar_base import memory_type
 
 MAX_VECTOR_BYTES = 16
 
@@ -248,7 +248,7 @@ def _atomic(ctx: Ctx, op: ir.Op, masks, one, operand_lists: list) -> None:
 
 def _share_owners_values(ctx: Ctx, result: ir.Value, old: list, owner) -> list:
     """The old values the owners got, read back by every thread holding the element."""
-    from .shuffle import exchange, row_major
+    from tilec.codegen_llvm.shuffle import exchange, row_major
 
     index = row_major(ctx, shape_of(result.type))
     return exchange(ctx, [(old, result.type, index)], [(result.type, index)], pred=owner)[0]

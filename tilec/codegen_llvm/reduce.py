@@ -22,15 +22,13 @@ import itertools
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.core import Block
-from ..ir.layouts import register_counts, register_offsets, register_strides, replicating
-from ..ir.types import TileType, elem_type
-from .kernel import (
-    I32, Ctx, element_address, layout_coordinates, linear_index, lowers, thread_bit, thread_layout_bits,
-)
-from .memory import _from_memory, _to_memory
-from .scalar_base import memory_type
+from tilec import ir
+from tilec.ir.core import Block
+from tilec.ir.layouts import register_counts, register_offsets, register_strides, replicating
+from tilec.ir.types import TileType, elem_type
+from tilec.codegen_llvm.kernel import I32, Ctx, element_address, layout_coordinates, linear_index, lowers, thread_bit, thread_layout_bits
+from tilec.codegen_llvm.memory import _from_memory, _to_memory
+from tilec.codegen_llvm.scalar_base import memory_type
 
 
 def combine(ctx: Ctx, block: Block, acc: list, x: list) -> list:

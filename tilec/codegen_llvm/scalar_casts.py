@@ -16,9 +16,7 @@ from llvmlite import ir as llir
 from tilec.ir import ops as ir
 from tilec.ir.types import PointerType, ScalarType, bf16, f32, f64
 
-from .scalar_base import (
-    call, const, llvm_type, lowers, no_lowering, operand_type, overloaded, resize_int,
-)
+from tilec.codegen_llvm.scalar_base import call, const, llvm_type, lowers, no_lowering, operand_type, overloaded, resize_int
 
 I64 = llir.IntType(64)
 _FLOAT_BITS = {"half": 16, "bfloat": 16, "float": 32, "double": 64}

@@ -26,7 +26,7 @@ from llvmlite import ir as llir
 from tilec.ir import ops as ir
 from tilec.ir.types import ScalarType, f32
 
-from .scalar_base import ScalarContext, call, const, llvm_type, lowers, operand_type, overloaded
+from tilec.codegen_llvm.scalar_base import ScalarContext, call, const, llvm_type, lowers, operand_type, overloaded
 
 F32 = llir.FloatType()
 

@@ -19,12 +19,9 @@ from tilec.ir import ops as ir
 from tilec.ir.core import Op
 from tilec.ir.types import PointerType
 
-from . import scalar_casts, scalar_math  # noqa: F401  (they register their lowerings)
-from .scalar_base import (
-    LOWER, ScalarContext, call, const, lowers, memory_type, no_lowering, operand_type,
-    overloaded, resize_int,
-)
-from .scalar_base import llvm_type  # noqa: F401  (part of this module's interface)
+from tilec.codegen_llvm import scalar_casts, scalar_math  # noqa: F401  (they register their lowerings)
+from tilec.codegen_llvm.scalar_base import LOWER, ScalarContext, call, const, lowers, memory_type, no_lowering, operand_type, overloaded, resize_int
+from tilec.codegen_llvm.scalar_base import llvm_type  # noqa: F401  (part of this module's interface)
 
 __all__ = ["ScalarContext", "emit_scalar", "llvm_type", "memory_type", "LOWER"]
 

@@ -14,15 +14,13 @@ from typing import Callable, Optional
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.types import PointerType, TileType, elem_type, shape_of
-from .kernel import (
-    I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers, thread_layout_bits,
-)
-from ..ir.layouts import DotOperand, num_registers, register_offsets, replicating, vector_runs
-from .memory import MAX_VECTOR_BYTES, _from_memory, _pack, _to_memory
-from .mma import convert_to_operand
-from .scalar_base import memory_type
+from tilec import ir
+from tilec.ir.types import PointerType, TileType, elem_type, shape_of
+from tilec.codegen_llvm.kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers, thread_layout_bits
+from tilec.ir.layouts import DotOperand, num_registers, register_offsets, replicating, vector_runs
+from tilec.codegen_llvm.memory import MAX_VECTOR_BYTES, _from_memory, _pack, _to_memory
+from tilec.backends.nvidia.mma import convert_to_operand
+from tilec.codegen_llvm.scalar_base import memory_type
 
 IndexFn = Callable[[tuple], llir.Value]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
-from .core import UNKNOWN_LOC, Block, Loc, Op, Value
+from tilec.ir.core import UNKNOWN_LOC, Block, Loc, Op, Value
 
 
 class Builder:

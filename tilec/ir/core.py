@@ -22,7 +22,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Optional
 
-from .types import Type
+from tilec.ir.types import Type
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .core import Op, Value, attr, operand, optional
-from .layouts import Shared
-from .ops import EffectOp, _require
-from .types import PointerType, ScalarType, TileType, elem_type, i1, i32, shape_of, with_elem
+from tilec.ir.core import Op, Value, attr, operand, optional
+from tilec.ir.layouts import Shared
+from tilec.ir.ops import EffectOp, _require
+from tilec.ir.types import PointerType, ScalarType, TileType, elem_type, i1, i32, shape_of, with_elem
 
 
 @dataclass(eq=False, kw_only=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import PointerType, ScalarType, bf16
+from tilec.ir.types import PointerType, ScalarType, bf16
 
 _COMPUTE = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,

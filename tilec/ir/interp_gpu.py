@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import gpu_ops as gpu
-from .interp_dtypes import compute_dtype
-from .interpret import masked_load, runs
+from tilec.ir import gpu_ops as gpu
+from tilec.ir.interp_dtypes import compute_dtype
+from tilec.ir.interpret import masked_load, runs
 
 
 def _poison(dtype: np.dtype):

@@ -31,9 +31,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..errors import InterpreterError
-from .interp_dtypes import from_memory, memory_dtype, to_memory
-from .types import PointerType
+from tilec.errors import InterpreterError
+from tilec.ir.interp_dtypes import from_memory, memory_dtype, to_memory
+from tilec.ir.types import PointerType
 
 
 REGION_BITS = 52  # each argument's tagged pointers live in their own 2**52 bytes

@@ -20,9 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from . import ops as ir
-from .interp_dtypes import bitcast, cast, compute_dtype, convert_constant, memory_dtype, round_float
-from .types import ScalarType, bf16, elem_type, f16, shape_of
+from tilec.ir import ops as ir
+from tilec.ir.interp_dtypes import bitcast, cast, compute_dtype, convert_constant, memory_dtype, round_float
+from tilec.ir.types import ScalarType, bf16, elem_type, f16, shape_of
 
 PURE: dict[type, Callable[[ir.Op, list], list]] = {}
 

@@ -13,10 +13,10 @@ from typing import Optional
 
 import numpy as np
 
-from . import ops as ir
-from .interp_dtypes import round_float
-from .interp_ops import PURE, evaluates
-from .types import ScalarType, bf16, elem_type, f16
+from tilec.ir import ops as ir
+from tilec.ir.interp_dtypes import round_float
+from tilec.ir.interp_ops import PURE, evaluates
+from tilec.ir.types import ScalarType, bf16, elem_type, f16
 
 _INT_UFUNCS = {ir.Add: np.add, ir.Mul: np.multiply, ir.And: np.bitwise_and, ir.Or: np.bitwise_or,
                ir.Xor: np.bitwise_xor, ir.Maximum: np.maximum, ir.Minimum: np.minimum}

@@ -26,14 +26,14 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..errors import InterpreterError, TilecError
-from . import ops as ir
-from .core import Block, Function, Op, Value, walk
-from .interp_dtypes import ADDRESS, compute_dtype, convert_constant, memory_dtype, to_memory
-from .interp_memory import REGION_BITS, Access, Memory
-from .interp_ops import PURE, elementwise_fn, evaluate_pure, registrar  # noqa: F401  (re-exported)
-from . import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
-from .types import PointerType, ScalarType, elem_type, shape_of
+from tilec.errors import InterpreterError, TilecError
+from tilec.ir import ops as ir
+from tilec.ir.core import Block, Function, Op, Value, walk
+from tilec.ir.interp_dtypes import ADDRESS, compute_dtype, convert_constant, memory_dtype, to_memory
+from tilec.ir.interp_memory import REGION_BITS, Access, Memory
+from tilec.ir.interp_ops import PURE, elementwise_fn, evaluate_pure, registrar  # noqa: F401  (re-exported)
+from tilec.ir import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
+from tilec.ir.types import PointerType, ScalarType, elem_type, shape_of
 
 # Programs per chunk are chosen so the largest tile of a chunk has about this many elements.
 CHUNK_ELEMENTS = 1 << 17
@@ -487,7 +487,7 @@ def _barrier(op, frame):
     """Programs run their ops in lockstep already: nothing to wait for."""
 
 
-from . import interp_gpu  # noqa: E402,F401  (registers the GPU-level ops; needs the helpers above)
+from tilec.ir import interp_gpu  # noqa: E402,F401  (registers the GPU-level ops; needs the helpers above)
 
 for _cls in PURE:
     RUN.setdefault(_cls, _run_pure)

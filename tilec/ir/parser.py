@@ -19,10 +19,10 @@ import string
 from dataclasses import dataclass
 from typing import Any, NoReturn, Optional
 
-from .core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value
-from .ops import all_op_classes
-from .layouts import Blocked, DotOperand, Layout, Mma, Shared, Slice
-from .types import SCALAR_TYPES, PointerType, ScalarType, TileType, Type
+from tilec.ir.core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value
+from tilec.ir.ops import all_op_classes
+from tilec.ir.layouts import Blocked, DotOperand, Layout, Mma, Shared, Slice
+from tilec.ir.types import SCALAR_TYPES, PointerType, ScalarType, TileType, Type
 
 
 class ParseError(ValueError):

@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from .core import Block, Function, Module, Op, Value
+from tilec.ir.core import Block, Function, Module, Op, Value
 
 
 def print_module(module: Module, locs: bool = False) -> str:

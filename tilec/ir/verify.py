@@ -20,11 +20,11 @@ from __future__ import annotations
 import difflib
 from typing import NoReturn, Optional
 
-from .core import Block, Function, Module, Op, Value, VerifyError
-from .ops import Condition, While, Yield
-from .parser import ParseError, parse_function
-from .printer import print_function, print_op, value_names
-from .types import TileType, Type, without_layout
+from tilec.ir.core import Block, Function, Module, Op, Value, VerifyError
+from tilec.ir.ops import Condition, While, Yield
+from tilec.ir.parser import ParseError, parse_function
+from tilec.ir.printer import print_function, print_op, value_names
+from tilec.ir.types import TileType, Type, without_layout
 
 __all__ = ["VerifyError", "verify_function", "verify_module", "check_roundtrip", "REGION_TERMINATORS"]
 

@@ -4,7 +4,7 @@ shape ops, debugging, hints, loops).
 
 Names, signatures and meanings follow Triton's ``triton.language``.  The
 functions here are *stubs*: their bodies never run.  The compiler
-(``tilec.builtins``) recognises each one by identity and builds IR for it;
+(``tilec.frontend.tl_ops``) recognises each one by identity and builds IR for it;
 their docstrings are the user reference.  This module imports nothing from
 tilec, so it can be read on its own.
 """

@@ -6,7 +6,7 @@ argument becomes a ``float32`` constant; integers must be converted first.
 """
 from __future__ import annotations
 
-from .core import builtin
+from tilec.language.core import builtin
 
 
 def _math1(name: str, what: str, dtypes: str = "floats"):

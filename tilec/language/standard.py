@@ -1,7 +1,7 @@
 """Selection, min/max, ``dot``, reductions, scans and small compound helpers."""
 from __future__ import annotations
 
-from .core import PropagateNan, builtin, float32
+from tilec.language.core import PropagateNan, builtin, float32
 
 
 @builtin

@@ -40,10 +40,8 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
-from ..ir.types import (
-    PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64, u8, u16, u32, u64,
-)
-from .dlpack import dlpack_address_and_dtype
+from tilec.ir.types import PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64, u8, u16, u32, u64
+from tilec.launch.dlpack import dlpack_address_and_dtype
 
 DIVISIBLE_16 = (("divisibility", 16),)
 

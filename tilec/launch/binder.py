@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Iterable, Optional
 
-from .args import SPECS
+from tilec.launch.args import SPECS
 
 # The generated code's own names; no parameter may start with it.
 RESERVED_PREFIX = "_tilec_"

@@ -50,11 +50,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from .. import language as tl
-from ..environment import dump_names
-from .args import KernelArg
-from .cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
-from .compiler import HOST, CompiledKernel, Options
+from tilec import language as tl
+from tilec.environment import dump_names
+from tilec.launch.args import KernelArg
+from tilec.launch.cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
+from tilec.launch.compiler import HOST, CompiledKernel, Options
 
 MAGIC = b"tilec-cache\n"
 HEADER = len(MAGIC) + 8 + 32  # magic, payload length (8 bytes, little endian), sha256 of the payload
@@ -428,7 +428,7 @@ def toolchain(target: str) -> tuple:
         return ()
     import llvmlite
 
-    from ..targets import ptxas
+    from tilec.backends.nvidia import ptxas
 
     return (llvmlite.__version__, _file_identity(ptxas.find_ptxas()), _file_identity(ptxas.find_libdevice()))
 

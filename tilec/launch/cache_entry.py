@@ -24,9 +24,9 @@ import json
 import typing
 from typing import Any, Mapping, Sequence
 
-from ..ir.core import Function
-from .args import KernelArg
-from .compiler import HOST, CompiledKernel, KernelMetadata, Options
+from tilec.ir.core import Function
+from tilec.launch.args import KernelArg
+from tilec.launch.compiler import HOST, CompiledKernel, KernelMetadata, Options
 
 FORMAT = 2  # bump when the layout changes: older entries are then malformed, and recompiled
 SECTION_KINDS = {str: "text", bytes: "bytes"}
@@ -107,7 +107,7 @@ def is_int(value: Any) -> bool:
 
 def serialize_kernel(compiled: CompiledKernel) -> bytes:
     """``compiled``'s name, metadata, every stage of ``asm`` and its IR with locations."""
-    from ..ir.printer import print_function
+    from tilec.ir.printer import print_function
 
     stages = {name: stage for name, stage in compiled.asm.items() if name != "tir-opt"}
     sections = {"fn": print_function(compiled.fn, locs=True), **stages}
@@ -119,8 +119,8 @@ def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Optio
     """The ``CompiledKernel`` of ``serialize_kernel``'s bytes for these classified
     ``args``, ``options`` and ``target``, which the entry must agree with; its
     ``fn`` parsed back from the located IR (raises ``EntryError`` on anything wrong)."""
-    from ..ir.printer import print_function
-    from .compiler import _arg_spec
+    from tilec.ir.printer import print_function
+    from tilec.launch.compiler import _arg_spec
 
     header, sections = unpack_entry(payload, "kernel", HOST_SECTIONS if target == HOST else GPU_SECTIONS)
     name = header.get("name")
@@ -138,7 +138,7 @@ def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Optio
 def kernel_ir(text: str, name: str, specs: Sequence) -> Function:
     """The IR of kernel ``name`` parsed from ``text``; its runtime arguments must be
     those of ``specs`` (names and types), or a launch would pass it the wrong values."""
-    from ..ir.parser import ParseError, parse_function
+    from tilec.ir.parser import ParseError, parse_function
 
     try:
         fn = parse_function(text)

@@ -18,11 +18,11 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Optional, Sequence
 
-from ..ir.core import Function
-from ..ir.printer import print_function
-from ..targets.nvptx import ARCHS
-from .args import KernelArg
-from .dump import dump_stage
+from tilec.ir.core import Function
+from tilec.ir.printer import print_function
+from tilec.backends.nvidia.target import ARCHS
+from tilec.launch.args import KernelArg
+from tilec.launch.dump import dump_stage
 
 HOST = "host"
 TARGETS = (HOST,) + ARCHS
@@ -154,9 +154,9 @@ def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options,
                     target: str = HOST) -> CompiledKernel:
     """Build, check and optimize the IR of ``pyfn`` specialized for ``args``,
     then run ``target``'s stages."""
-    from ..ast_parse import build_ir  # the front end pulls in the whole language: load it on first compile
+    from tilec.ast_parse import build_ir  # the front end pulls in the whole language: load it on first compile
 
-    from ..opt import optimize
+    from tilec.opt import optimize
 
     specs = tuple(_arg_spec(a) for a in args)
     built = build_ir(pyfn, list(specs))
@@ -168,7 +168,7 @@ def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options,
     dump_stage(compiled, "tir-opt")
     compiled.metadata = _metadata(compiled)
     if target != HOST:
-        from .nvidia import compile_for_gpu  # loads LLVM: only GPU targets need it
+        from tilec.backends.nvidia.stages import compile_for_gpu  # loads LLVM: only GPU targets need it
 
         compile_for_gpu(compiled)
     dump_stage(compiled, "metadata")
@@ -177,7 +177,7 @@ def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options,
 
 def _metadata(compiled: CompiledKernel) -> KernelMetadata:
     """The metadata every target has: name, target, options and the cost estimate of the optimized IR."""
-    from ..opt.cost import estimate_cost  # tilec.opt is loaded by the first compile
+    from tilec.opt.cost import estimate_cost  # tilec.opt is loaded by the first compile
 
     cost = estimate_cost(compiled.fn)
     return KernelMetadata(compiled.name, compiled.target, **asdict(compiled.options), bytes_moved=cost.bytes,
@@ -186,7 +186,7 @@ def _metadata(compiled: CompiledKernel) -> KernelMetadata:
 
 
 def _arg_spec(a: KernelArg):
-    from ..ast_parse import ArgSpec
+    from tilec.ast_parse import ArgSpec
 
     return ArgSpec(a.name, a.type, a.value if a.is_constexpr else None, a.attrs)
 
@@ -195,7 +195,7 @@ def check_ir(fn: Function) -> None:
     """Under ``TILEC_CHECK=1``: ``fn`` verifies and survives its text form."""
     if os.environ.get("TILEC_CHECK", "") in ("", "0"):  # the pass manager reads it the same way
         return
-    from ..ir.verify import check_roundtrip, verify_function
+    from tilec.ir.verify import check_roundtrip, verify_function
 
     verify_function(fn)
     check_roundtrip(fn)

@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..environment import STAGES, dump_names
-from ..errors import TilecError
+from tilec.environment import STAGES, dump_names
+from tilec.errors import TilecError
 
 # stage -> file extension, in the order ``all`` writes them.
 STAGE_FILES = dict(zip(STAGES, ("tir", "opt.tir", "gpu.tir", "ll", "ptx", "cubin", "json")))

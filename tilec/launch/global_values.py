@@ -22,9 +22,9 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ast_common import is_compile_time
-from ..errors import TilecError
-from .cache import Uncacheable, outside_references
+from tilec.frontend.common import is_compile_time
+from tilec.errors import TilecError
+from tilec.launch.cache import Uncacheable, outside_references
 
 _MISSING = object()  # a global deleted since
 

@@ -44,16 +44,17 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
 
-from . import cache as disk_cache
-from . import cuda, host
-from ..ast_common import is_constexpr_annotation
-from ..errors import TilecError, require_function
-from .args import KernelArg, NotFast, classify_arg
-from .binder import make_binder, make_specializer
-from .compiler import OPTION_DEFAULTS, CompiledKernel, Options, check_target, compile_variant
-from .global_values import GlobalRead, check_globals, read_globals
-from .grid import Grid, grid_dims, normalize_grid
-from .params import kernel_params, spec_tables, unspecialize
+from tilec.launch import cache as disk_cache
+from tilec.backends.nvidia import cuda
+from tilec.backends.interpreter import launcher as host
+from tilec.frontend.common import is_constexpr_annotation
+from tilec.errors import TilecError, require_function
+from tilec.launch.args import KernelArg, NotFast, classify_arg
+from tilec.launch.binder import make_binder, make_specializer
+from tilec.launch.compiler import OPTION_DEFAULTS, CompiledKernel, Options, check_target, compile_variant
+from tilec.launch.global_values import GlobalRead, check_globals, read_globals
+from tilec.launch.grid import Grid, grid_dims, normalize_grid
+from tilec.launch.params import kernel_params, spec_tables, unspecialize
 
 LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
 

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Union
 
-from .args import UNALIGNED_SPECS, UNSPECIALIZED_SPECS, KernelArg, without_specialization
+from tilec.launch.args import UNALIGNED_SPECS, UNSPECIALIZED_SPECS, KernelArg, without_specialization
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..ir.core import Function
-from ..ir.printer import print_function
-from .canonicalize import canonicalize
-from .cse import eliminate_common_subexpressions
-from .dce import eliminate_dead_code
-from .fold_constants import fold_constants
-from .licm import hoist_loop_invariants
-from .pass_manager import PassManager, check_function, roundtrip_requested
+from tilec.ir.core import Function
+from tilec.ir.printer import print_function
+from tilec.opt.canonicalize import canonicalize
+from tilec.opt.cse import eliminate_common_subexpressions
+from tilec.opt.dce import eliminate_dead_code
+from tilec.opt.fold_constants import fold_constants
+from tilec.opt.licm import hoist_loop_invariants
+from tilec.opt.pass_manager import PassManager, check_function, roundtrip_requested
 
 __all__ = [
     "PassManager", "DEFAULT_PIPELINE", "optimize", "canonicalize", "fold_constants",

@@ -37,9 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .. import ir
-from ..ir.core import Block, Function, Op, Value
-from ..ir.types import PointerType, ScalarType, elem_type, shape_of
+from tilec import ir
+from tilec.ir.core import Block, Function, Op, Value
+from tilec.ir.types import PointerType, ScalarType, elem_type, shape_of
 
 MAX_DIVISIBILITY = 2 ** 30
 # Rounds of the loop fixed point before giving up on a loop's carried values.

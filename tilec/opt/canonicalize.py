@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional, Union
 
-from ..ir import ops
-from ..ir.core import Function, Op, Value, clone_op
-from ..ir.types import ScalarType, elem_type, i1, is_float, shape_of
-from .fold_constants import fold_uniform_shape_op
-from .rewrite import NOT_CONSTANT, constant_value, make_constant, make_op, rebuild, replace_results
+from tilec.ir import ops
+from tilec.ir.core import Function, Op, Value, clone_op
+from tilec.ir.types import ScalarType, elem_type, i1, is_float, shape_of
+from tilec.opt.fold_constants import fold_uniform_shape_op
+from tilec.opt.rewrite import NOT_CONSTANT, constant_value, make_constant, make_op, rebuild, replace_results
 
 Replacement = Union[Value, Op, None]
 Rule = Callable[[Op], Replacement]

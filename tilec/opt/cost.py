@@ -33,9 +33,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..ir import ops
-from ..ir.core import Block, Function, Op, Value
-from ..ir.types import ScalarType, elem_type, shape_of
+from tilec.ir import ops
+from tilec.ir.core import Block, Function, Op, Value
+from tilec.ir.types import ScalarType, elem_type, shape_of
 
 Monomial = tuple[str, ...]  # sorted trip-count expressions; () is the constant term
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import ChainMap
 from typing import Hashable, Optional
 
-from ..ir.core import Function, Op, clone_op, map_block
-from ..ir.printer import format_attr
-from .rewrite import rebuild, replace_results
+from tilec.ir.core import Function, Op, clone_op, map_block
+from tilec.ir.printer import format_attr
+from tilec.opt.rewrite import rebuild, replace_results
 
 
 def eliminate_common_subexpressions(fn: Function) -> Function:

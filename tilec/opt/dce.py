@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..ir import ops
-from ..ir.core import Block, Function, Op, Value, clone_op, map_block, walk
-from .rewrite import rebuild
+from tilec.ir import ops
+from tilec.ir.core import Block, Function, Op, Value, clone_op, map_block, walk
+from tilec.opt.rewrite import rebuild
 
 
 def eliminate_dead_code(fn: Function) -> Function:

@@ -19,12 +19,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..ir import ops
-from ..ir.core import Function, Op, clone_op
-from ..ir.interp_dtypes import convert_constant
-from ..ir.interp_ops import PURE, evaluate_pure
-from ..ir.types import ScalarType, elem_type
-from .rewrite import constant_value, is_constant, make_constant, rebuild, replace_results
+from tilec.ir import ops
+from tilec.ir.core import Function, Op, clone_op
+from tilec.ir.interp_dtypes import convert_constant
+from tilec.ir.interp_ops import PURE, evaluate_pure
+from tilec.ir.types import ScalarType, elem_type
+from tilec.opt.rewrite import constant_value, is_constant, make_constant, rebuild, replace_results
 
 ELEMENTWISE = (ops.UnaryOp, ops.BinaryOp, ops.Select, ops.Fma, ops.Cast, ops.Bitcast)
 UNIFORM_SHAPE_OPS = (ops.Splat, ops.Broadcast, ops.ExpandDims, ops.Reshape, ops.Permute)

@@ -15,9 +15,9 @@ import os
 import sys
 from typing import Callable, Optional, Sequence
 
-from ..environment import dump_names
-from ..ir.core import Function, VerifyError
-from ..ir.printer import print_function
+from tilec.environment import dump_names
+from tilec.ir.core import Function, VerifyError
+from tilec.ir.printer import print_function
 
 Pass = Callable[[Function], Function]
 
@@ -66,7 +66,7 @@ class PassManager:
 
 def check_function(fn: Function, after: str, roundtrip: bool = False) -> None:
     """Verify ``fn`` (and its text round trip), blaming pass ``after`` for a failure."""
-    from ..ir import verify  # imported late: verify imports the parser, which passes do not need
+    from tilec.ir import verify  # imported late: verify imports the parser, which passes do not need
     try:
         verify.verify_function(fn)
         if roundtrip:

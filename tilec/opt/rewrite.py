@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..ir import core
-from ..ir.core import Function, Op, Value
-from ..ir.ops import Constant
+from tilec.ir import core
+from tilec.ir.core import Function, Op, Value
+from tilec.ir.ops import Constant
 
 # What ``constant_value`` returns for a value that is not a constant; a
 # sentinel because ``0``, ``False`` and ``0.0`` are perfectly good constants.

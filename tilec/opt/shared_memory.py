@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import ir
-from ..ir.core import Block, Function, Op
+from tilec import ir
+from tilec.ir.core import Block, Function, Op
 
 ALIGN = 128
 LOOPS = (ir.For, ir.While)

@@ -25,9 +25,9 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..ir.core import Block, Function, Loc, Op, Value, walk
-from ..ir.ops import AtomicCAS, AtomicRMW, Condition, For, If, Load, Store, While, Yield
-from ..ir.types import is_pointer
+from tilec.ir.core import Block, Function, Loc, Op, Value, walk
+from tilec.ir.ops import AtomicCAS, AtomicRMW, Condition, For, If, Load, Store, While, Yield
+from tilec.ir.types import is_pointer
 
 UNTRACED = -1  # the origin of a pointer that may point anywhere (its arguments are numbered from 0)
 

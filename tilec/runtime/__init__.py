@@ -4,5 +4,5 @@
 on (see ``driver.py``); existing Triton code reaches it as
 ``triton.runtime.driver.active`` under ``tilec.triton_compat``.
 """
-from . import driver  # noqa: F401
-from ..launch import KernelInterface  # noqa: F401 (Triton's triton.runtime.KernelInterface)
+from tilec.runtime import driver  # noqa: F401
+from tilec.launch import KernelInterface  # noqa: F401 (Triton's triton.runtime.KernelInterface)

@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..launch import cuda as _cuda, cuda_driver as _cd
-from ..targets.nvptx import MAX_SHARED_BYTES, WARP_SIZE
+from tilec.backends.nvidia import cuda as _cuda, cuda_driver as _cd
+from tilec.backends.nvidia.target import MAX_SHARED_BYTES, WARP_SIZE
 
 # Triton's property names -> the CUDA device attributes they read (see get_device_properties).
 CUDA_PROPERTIES = {
@@ -119,7 +119,7 @@ class HostDriver:
 
     def get_benchmarker(self):
         """The timing function Triton's autotuner uses: tilec's ``do_bench``."""
-        from ..testing import do_bench
+        from tilec.testing import do_bench
         return do_bench
 
     def _properties(self, device: Any) -> dict[str, int]:

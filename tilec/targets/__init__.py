@@ -1,7 +1,6 @@
-"""One object per target: triple, data layout, warp size, shared-memory limits,
-and how to turn LLVM IR into the binary text. Importing this package does not
-load llvmlite; emitting does."""
+"""Targets as data (``base.Target``) and the registry that maps a target's
+name to the backend that compiles for it (``registry``).  Importing this
+package does not load llvmlite or any backend; emitting does."""
 from tilec.targets.base import Target
-from tilec.targets.nvptx import emit_ptx, launch_bounds_attrs, nvptx_target
 
-__all__ = ["Target", "emit_ptx", "launch_bounds_attrs", "nvptx_target"]
+__all__ = ["Target"]

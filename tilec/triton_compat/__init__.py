@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional
 
 import tilec.language
 
-from . import names
+from tilec.triton_compat import names
 
 # Packages whose own imports of ``triton`` must not find the alias (see the module docstring).
 HIDDEN_FROM = ("torch", "functorch", "torchgen")

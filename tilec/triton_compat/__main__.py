@@ -12,7 +12,7 @@ import os
 import runpy
 import sys
 
-from . import install
+from tilec.triton_compat import install
 
 USAGE = "usage: python -m tilec.triton_compat script.py [args...] | -m module [args...]"
 

@@ -34,15 +34,15 @@ EXPORTS: dict[str, dict[str, str]] = {
         "KernelInterface": "tilec.runtime:KernelInterface", "__version__": "tilec.triton_compat.names:TRITON_VERSION",
     },
     "triton.runtime": {
-        "JITFunction": "tilec:JITFunction", "Autotuner": "tilec.autotune:Autotuner",
-        "Heuristics": "tilec.autotune:Heuristics", "Config": "tilec:Config", "autotune": "tilec:autotune",
+        "JITFunction": "tilec:JITFunction", "Autotuner": "tilec.launch.autotune:Autotuner",
+        "Heuristics": "tilec.launch.autotune:Heuristics", "Config": "tilec:Config", "autotune": "tilec:autotune",
         "heuristics": "tilec:heuristics", "InterpreterError": "tilec:InterpreterError",
         "OutOfResources": "tilec:OutOfResources", "KernelInterface": "tilec.runtime:KernelInterface",
     },
     "triton.runtime.jit": {"JITFunction": "tilec:JITFunction", "jit": "tilec:jit",
                            "KernelInterface": "tilec.runtime:KernelInterface"},
     "triton.runtime.autotuner": {
-        "Autotuner": "tilec.autotune:Autotuner", "Heuristics": "tilec.autotune:Heuristics",
+        "Autotuner": "tilec.launch.autotune:Autotuner", "Heuristics": "tilec.launch.autotune:Heuristics",
         "Config": "tilec:Config", "autotune": "tilec:autotune", "heuristics": "tilec:heuristics",
         "OutOfResources": "tilec:OutOfResources",
     },

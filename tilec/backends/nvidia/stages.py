@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from ..errors import OutOfResources, TilecError
-from ..ir.core import Function
-from ..ir.printer import print_function
-from ..targets.base import Target
-from .compiler import CompiledKernel, KernelMetadata, Options, check_ir
-from .dump import dump_stage
+from tilec.errors import OutOfResources, TilecError
+from tilec.ir.core import Function
+from tilec.ir.printer import print_function
+from tilec.targets.base import Target
+from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir
+from tilec.launch.dump import dump_stage
 
 # 64 K 32-bit registers per block on every arch tilec targets (sm_80 ... sm_90a).
 REGISTERS_PER_BLOCK = 64 * 1024
@@ -52,10 +52,10 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (coalesced global accesses, tensor
     cores for dots), its dot-feeding loop loads software-pipelined over
     ``num_stages`` shared-memory slots."""
-    from ..opt.cse import eliminate_common_subexpressions
-    from ..opt.layouts import assign_layouts
-    from ..opt.licm import hoist_loop_invariants
-    from ..opt.pipeline import pipeline_loops
+    from tilec.opt.cse import eliminate_common_subexpressions
+    from tilec.backends.nvidia.layouts import assign_layouts
+    from tilec.opt.licm import hoist_loop_invariants
+    from tilec.backends.nvidia.pipeline import pipeline_loops
 
     with_layouts = assign_layouts(fn, build.options.num_warps, build.target.warp_size)
     check_ir(with_layouts)
@@ -70,8 +70,8 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
 
 def lower_to_llvm(fn: Function, build: Build) -> str:
     """LLVM IR of the kernel, libdevice linked where it calls it, O3-optimized."""
-    from ..codegen_llvm import lower
-    from ..codegen_llvm.libdevice import link_libdevice
+    from tilec.codegen_llvm import lower
+    from tilec.backends.nvidia.libdevice import link_libdevice
 
     options = build.options
     kernel = lower(fn, build.target, options.num_warps, options.enable_fp_fusion, options.maxnreg)
@@ -91,7 +91,7 @@ def check_reducible(ptx: str) -> None:
     """Raise TilecError if a function in ``ptx`` has a loop with a second
     entry: ptxas does not reconverge warps there, so the loop's barriers and
     shuffles could hang the GPU (``targets/ptx_cfg.py``)."""
-    from ..targets.ptx_cfg import control_flow_graphs, irreducible_entries
+    from tilec.backends.nvidia.ptx_cfg import control_flow_graphs, irreducible_entries
 
     for graph in control_flow_graphs(ptx):
         entries = irreducible_entries(graph)
@@ -107,7 +107,7 @@ def check_reducible(ptx: str) -> None:
 def assemble_cubin(ptx: str, build: Build) -> Optional[bytes]:
     """The cubin from ``ptxas -v``, recording its resource use in the metadata;
     None (and the pipeline ends at PTX) when no ptxas is installed."""
-    from ..targets.ptxas import assemble, find_ptxas
+    from tilec.backends.nvidia.ptxas import assemble, find_ptxas
 
     if find_ptxas() is None:
         return None
@@ -130,7 +130,7 @@ STAGES: list[Stage] = [
 def compile_for_gpu(compiled: CompiledKernel) -> None:
     """Run every stage on ``compiled.fn`` for ``compiled.target`` (an arch),
     filling ``compiled.asm`` and ``compiled.metadata``."""
-    from ..targets.nvptx import nvptx_target
+    from tilec.backends.nvidia.target import nvptx_target
 
     build = Build(nvptx_target(compiled.target), compiled.options, compiled.metadata)
     value: Any = compiled.fn

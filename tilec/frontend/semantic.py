@@ -32,8 +32,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from . import ir
-from . import language as tl
+from tilec import ir
+from tilec import language as tl
 
 
 class TypingError(Exception):
@@ -614,7 +614,7 @@ class BoundMethod:
     self_value: Tensor
 
     def call(self, ctx, args: list, kwargs: dict) -> Any:
-        from .builtins import call_builtin  # builtins imports this module
+        from tilec.frontend.tl_ops import call_builtin  # builtins imports this module
         return call_builtin(ctx, self.fn, [self.self_value, *args], kwargs)
 
 

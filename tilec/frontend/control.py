@@ -23,8 +23,9 @@ import builtins as py
 from typing import Any
 
 import tilec.language as tl
-from tilec import ir, semantic
-from tilec.ast_common import is_tensor
+from tilec import ir
+from tilec.frontend import semantic
+from tilec.frontend.common import is_tensor
 
 RETURN_SLOT = "$return"  # the value returned so far (a name no Python variable can have)
 VALUE_SLOT = "$value"  # the value of a runtime `x if c else y`

@@ -32,13 +32,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from ..errors import TilecError
-from ..ir.types import PointerType
-from ..targets.nvptx import ARCHS, WARP_SIZE
-from . import cuda_driver as cd, libcuda
-from .args import KernelArg
-from .compiler import CompiledKernel
-from .nvidia import check_registers
+from tilec.errors import TilecError
+from tilec.ir.types import PointerType
+from tilec.backends.nvidia.target import ARCHS, WARP_SIZE
+from tilec.backends.nvidia import cuda_driver as cd, libcuda
+from tilec.launch.args import KernelArg
+from tilec.launch.compiler import CompiledKernel
+from tilec.backends.nvidia.stages import check_registers
 
 # What ``kernel.compile(...)`` targets for CUDA arrays on a machine with no usable GPU.
 FALLBACK_TARGET = "sm_90"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import ir
-from . import language as tl
-from . import semantic
-from .builtins import const_axis, dtype_arg, implements, one_of
-from .builtins_math import float_arg
-from .semantic import Tensor, TypingError, cast_to, constant, describe, dtype_name, emit, to_tensor
+from tilec import ir
+from tilec import language as tl
+from tilec.frontend import semantic
+from tilec.frontend.tl_ops import const_axis, dtype_arg, implements, one_of
+from tilec.frontend.tl_math import float_arg
+from tilec.frontend.semantic import Tensor, TypingError, cast_to, constant, describe, dtype_name, emit, to_tensor
 
 Body = Callable[..., list]
 

@@ -31,7 +31,7 @@ import llvmlite.binding as llvm
 
 from tilec.errors import TilecError
 from tilec.targets.base import Target, target_machine
-from tilec.targets.ptxas import INSTALL_CUDA_TOOLS, find_libdevice
+from tilec.backends.nvidia.ptxas import INSTALL_CUDA_TOOLS, find_libdevice
 
 O3 = 3
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import math
 
-from . import ir
-from . import language as tl
-from .builtins import block_shape, implements, shape_arg
-from .semantic import Tensor, TypingError, broadcast_pair, broadcast_to, describe, emit, to_tensor
+from tilec import ir
+from tilec import language as tl
+from tilec.frontend.tl_ops import block_shape, implements, shape_arg
+from tilec.frontend.semantic import Tensor, TypingError, broadcast_pair, broadcast_to, describe, emit, to_tensor
 
 
 @implements(tl.expand_dims)

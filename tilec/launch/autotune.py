@@ -41,11 +41,11 @@ import sys
 import warnings
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
-from . import testing
-from .errors import CompilationError, OutOfResources, TilecError
-from .launch import cache
-from .launch.cache_entry import EntryError, expect, is_int, pack_entry, unpack_entry
-from .launch.jit import JITFunction, KernelInterface, LaunchPlan
+from tilec import testing
+from tilec.errors import CompilationError, OutOfResources, TilecError
+from tilec.launch import cache
+from tilec.launch.cache_entry import EntryError, expect, is_int, pack_entry, unpack_entry
+from tilec.launch.jit import JITFunction, KernelInterface, LaunchPlan
 
 log = logging.getLogger("tilec.autotune")
 
@@ -188,14 +188,14 @@ class Autotuner(KernelWrapper):
         super().__init__(fn, arg_names)
         self.configs = list(configs) or [Config({})]
         if not all(isinstance(c, Config) for c in self.configs):
-            raise TypeError(f"tilec.autotune: configs must be tilec.Config objects, got {self.configs!r}")
+            raise TypeError(f"tilec.launch.autotune: configs must be tilec.Config objects, got {self.configs!r}")
         self.keys = self._key_names(key)
         self.reset_to_zero = self._known_names(reset_to_zero or [], "reset_to_zero")
         self.restore_value = self._known_names(restore_value or [], "restore_value")
         self.prune_configs_by = dict(prune_configs_by or {})
         unknown = set(self.prune_configs_by) - set(PRUNE_KEYS)
         if unknown:
-            raise TypeError(f"tilec.autotune: unknown prune_configs_by keys {sorted(unknown)}; known: {PRUNE_KEYS}")
+            raise TypeError(f"tilec.launch.autotune: unknown prune_configs_by keys {sorted(unknown)}; known: {PRUNE_KEYS}")
         self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
         self.num_warmups, self.num_reps = 25 if warmup is None else warmup, 100 if rep is None else rep
         self.use_cuda_graph, self.do_bench, self.cache_results = use_cuda_graph, do_bench, cache_results
@@ -278,7 +278,7 @@ class Autotuner(KernelWrapper):
             if isinstance(top_k, float) and top_k <= 1.0:
                 top_k = int(len(configs) * top_k)
             if not isinstance(top_k, int):
-                raise TypeError(f"tilec.autotune: top_k must be an int or a fraction <= 1.0, got {top_k!r}")
+                raise TypeError(f"tilec.launch.autotune: top_k must be an int or a fraction <= 1.0, got {top_k!r}")
             if len(configs) > top_k:
                 estimates = {c: perf_model(**nargs, **kwargs, **c.all_kwargs()) for c in configs}
                 configs = sorted(configs, key=estimates.__getitem__)[:top_k]
@@ -403,7 +403,7 @@ class Autotuner(KernelWrapper):
                                 [str(c) for c in self.configs], self.keys, key, device,
                                 [self.prune_configs_by.get(k) for k in PRUNE_KEYS])
         except (cache.Uncacheable, TilecError, ValueError) as e:
-            log.debug("tilec.autotune: `%s` tuning not kept: %s", self.__name__, e)
+            log.debug("tilec.launch.autotune: `%s` tuning not kept: %s", self.__name__, e)
             return None
 
     def _recall(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[Config]:
@@ -416,15 +416,15 @@ class Autotuner(KernelWrapper):
         try:
             config = stored_choice(payload, self.configs)
         except EntryError as e:
-            log.warning("tilec.autotune: tuning entry %s of `%s` is corrupt (%s); tuning again", disk_key,
+            log.warning("tilec.launch.autotune: tuning entry %s of `%s` is corrupt (%s); tuning again", disk_key,
                         self.__name__, e)
             cache.STATS["corrupt"] += 1
             return None
-        log.info("tilec.autotune: `%s` key %s: %s (tuned by an earlier process)", self.__name__, key, config)
+        log.info("tilec.launch.autotune: `%s` key %s: %s (tuned by an earlier process)", self.__name__, key, config)
         return config
 
     def _remember(self, key: tuple, args: Sequence, kwargs: dict, best: Config) -> None:
-        log.info("tilec.autotune: `%s` key %s: %s", self.__name__, key, best)
+        log.info("tilec.launch.autotune: `%s` key %s: %s", self.__name__, key, best)
         disk_key = self._disk_key(key, args, kwargs)
         if disk_key is None:
             return
@@ -472,7 +472,7 @@ def device_label(plan: Optional[LaunchPlan]) -> str:
         return "host"
     if plan.place != "cuda":
         return f"{plan.place} {plan.target}"
-    from .launch import cuda_driver
+    from tilec.backends.nvidia import cuda_driver
 
     device = plan.device
     if device is None:
@@ -545,7 +545,7 @@ def compile_plans(kernel: JITFunction, plans: dict[Config, LaunchPlan], progress
             try:
                 kernel.adopt(plan, detail)
             except Exception as e:  # a kernel that does not read back (a tilec bug): compile it here
-                log.warning("tilec.autotune: a worker's kernel did not load (%s); compiling it here", e)
+                log.warning("tilec.launch.autotune: a worker's kernel did not load (%s); compiling it here", e)
                 outcome = "retry"
         if outcome == "failed":
             failed[config] = detail
@@ -574,7 +574,7 @@ def compile_in_workers(kernel: JITFunction, plans: list[LaunchPlan]) -> Optional
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             return list(pool.map(_compile_one, range(len(plans))))
     except Exception as e:  # a broken pool, no processes allowed...: compile here instead
-        log.warning("tilec.autotune: compiling in worker processes failed (%s: %s); compiling one by one",
+        log.warning("tilec.launch.autotune: compiling in worker processes failed (%s: %s); compiling one by one",
                     type(e).__name__, e)
         return None
     finally:
@@ -628,7 +628,7 @@ class Progress:
         if self.on:
             self.stream.write(f"autotune `{self.kernel}`: {line}\n")
         else:
-            log.info("tilec.autotune: `%s`: %s", self.kernel, line)
+            log.info("tilec.launch.autotune: `%s`: %s", self.kernel, line)
 
     def done(self) -> None:
         if self.on:

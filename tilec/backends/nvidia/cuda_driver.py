@@ -26,7 +26,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..errors import TilecError
+from tilec.errors import TilecError
 
 # Tried in order: cuda-python 12.x/13.x, then the pre-12.6 layout.
 BINDINGS = ("cuda.bindings.driver", "cuda.cuda")

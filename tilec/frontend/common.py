@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import tilec.language as tl
-from tilec import ir, semantic
+from tilec import ir
+from tilec.frontend import semantic
 from tilec.errors import NEEDS_DEF, CompilationError, require_function
 
 # --------------------------------------------------------------------------- #

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 from llvmlite import ir as llir
 
-from .. import ir
-from ..ir.layouts import Blocked, DotOperand, Mma, Shared, exact_log2, mma_grid, root_layout, swizzled_layout
-from ..ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
-from .kernel import I32, I64, Ctx, byte_offset, layout_coordinates
-from .memory import _from_memory, _to_memory
-from .scalar_base import llvm_type, memory_type
+from tilec import ir
+from tilec.ir.layouts import Blocked, DotOperand, Mma, Shared, exact_log2, mma_grid, root_layout, swizzled_layout
+from tilec.ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
+from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, layout_coordinates
+from tilec.codegen_llvm.memory import _from_memory, _to_memory
+from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
 
 
 def _warp_ids(ctx: Ctx, mma: Mma) -> tuple:

@@ -1,11 +1,11 @@
 """Elementwise ``tl`` functions: math, min/max/clamp, where, fma, umulhi, divisions, sigmoid."""
 from __future__ import annotations
 
-from . import ir
-from . import language as tl
-from . import semantic
-from .builtins import const_int, implements, one_of
-from .semantic import Tensor, TypingError, describe, emit, operands, to_tensor
+from tilec import ir
+from tilec import language as tl
+from tilec.frontend import semantic
+from tilec.frontend.tl_ops import const_int, implements, one_of
+from tilec.frontend.semantic import Tensor, TypingError, describe, emit, operands, to_tensor
 
 def float_arg(ctx, x, fname: str) -> Tensor:
     """A floating-point tensor (a Python number becomes a float32 constant).

@@ -66,12 +66,12 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .. import ir
-from ..ir.builder import Builder
-from ..ir.core import Block, Function, Op, Value, clone_op
-from ..ir.layouts import Blocked, DotOperand, swizzled_layout
-from ..ir.types import TileType, i1, i32, with_elem
-from .rewrite import NOT_CONSTANT, constant_value, rebuild
+from tilec import ir
+from tilec.ir.builder import Builder
+from tilec.ir.core import Block, Function, Op, Value, clone_op
+from tilec.ir.layouts import Blocked, DotOperand, swizzled_layout
+from tilec.ir.types import TileType, i1, i32, with_elem
+from tilec.opt.rewrite import NOT_CONSTANT, constant_value, rebuild
 
 
 class NotPipelinable(Exception):

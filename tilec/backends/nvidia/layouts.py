@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .. import ir
-from ..errors import CompilationError
-from ..ir.core import Block, Function, Op, Value, clone_op
-from ..ir.layouts import Blocked, DotOperand, Layout, Mma, Slice, blocked_layout, mma_layout
-from ..ir.types import TileType, bf16, elem_type, f16, f32, i8, i32, shape_of
-from .axis_info import analyze_axes, vector_width
+from tilec import ir
+from tilec.errors import CompilationError
+from tilec.ir.core import Block, Function, Op, Value, clone_op
+from tilec.ir.layouts import Blocked, DotOperand, Layout, Mma, Slice, blocked_layout, mma_layout
+from tilec.ir.types import TileType, bf16, elem_type, f16, f32, i8, i32, shape_of
+from tilec.opt.axis_info import analyze_axes, vector_width
 
 # The widest access one thread makes, in bytes (ld.global.v4.b32).
 MAX_VECTOR_BYTES = 16

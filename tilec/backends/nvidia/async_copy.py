@@ -1,6 +1,6 @@
 """Shared-memory buffers and the copies that fill them: ``local_alloc``,
 ``async_copy`` (``cp.async``), ``async_commit``/``async_wait`` and
-``local_load`` (what the pipeliner, ``tilec.opt.pipeline``, builds).
+``local_load`` (what the pipeliner, ``tilec.backends.nvidia.pipeline``, builds).
 
 A buffer is one register: its base pointer, at the offset the shared-memory
 plan gave it.  Its matrices are swizzled (``Shared``; ``mma.swizzled_offset``).
@@ -19,13 +19,13 @@ import math
 
 from llvmlite import ir as llir
 
-from .. import ir
-from .elementwise import constant
-from .kernel import I32, I64, Ctx, byte_offset, coordinates, lowers
-from .memory import _guarded, access_width
-from ..ir.layouts import DotOperand
-from .mma import OperandReader, ldmatrix_fits, load_shared_tile, matrix_bytes, swizzled_offset
-from .scalar_base import llvm_type
+from tilec import ir
+from tilec.codegen_llvm.elementwise import constant
+from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, coordinates, lowers
+from tilec.codegen_llvm.memory import _guarded, access_width
+from tilec.ir.layouts import DotOperand
+from tilec.backends.nvidia.mma import OperandReader, ldmatrix_fits, load_shared_tile, matrix_bytes, swizzled_offset
+from tilec.codegen_llvm.scalar_base import llvm_type
 
 CP_ASYNC_BYTES = (4, 8, 16)
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from ..errors import InterpreterError
-from .args import KernelArg
-from .compiler import HOST, CompiledKernel
+from tilec.errors import InterpreterError
+from tilec.launch.args import KernelArg
+from tilec.launch.compiler import HOST, CompiledKernel
 
 if TYPE_CHECKING:
-    from ..opt.written_pointers import WriteSite
+    from tilec.opt.written_pointers import WriteSite
 
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
@@ -44,7 +44,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     refuse_read_only(compiled, args)
     if 0 in grid:
         return  # an empty grid launches no program, as on a GPU
-    from ..ir.interpret import interpret  # numpy-heavy: loaded on the first host launch
+    from tilec.ir.interpret import interpret  # numpy-heavy: loaded on the first host launch
 
     try:
         interpret(compiled.fn, grid, compiled.runtime_args(args))
@@ -55,7 +55,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
 def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
     """A ValueError naming the first read-only host array the kernel may write
     (the analysis is remembered per variant: a launch pays a lookup and a loop)."""
-    from ..opt.written_pointers import written_arguments
+    from tilec.opt.written_pointers import written_arguments
 
     written = written_arguments(compiled.fn)
     for a in args:

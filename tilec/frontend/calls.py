@@ -11,10 +11,10 @@ import inspect
 import itertools
 from typing import Any, NoReturn, Optional
 
-import tilec.builtins as tbuiltins
+import tilec.frontend.tl_ops as tbuiltins
 import tilec.language as tl
-from tilec import semantic
-from tilec.ast_common import is_constexpr_annotation, is_tensor, parse_function, unwrap
+from tilec.frontend import semantic
+from tilec.frontend.common import is_constexpr_annotation, is_tensor, parse_function, unwrap
 
 # Python builtins a kernel may call on compile-time values, with the advice
 # given when one is called on a tensor.

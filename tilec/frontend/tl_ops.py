@@ -17,13 +17,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from . import ir
-from . import language as tl
-from .semantic import (
-    BoundMethod, Tensor, TypingError, broadcast_to, cast_to, constant, describe, dtype_name, emit, to_ir_type,
-    to_tensor,
-)
-from . import semantic
+from tilec import ir
+from tilec import language as tl
+from tilec.frontend.semantic import BoundMethod, Tensor, TypingError, broadcast_to, cast_to, constant, describe, dtype_name, emit, to_ir_type, to_tensor
+from tilec.frontend import semantic
 
 BUILTINS: dict[Callable, Callable] = {}
 
@@ -400,4 +397,4 @@ def _next_power_of_2(ctx, n):
 
 
 # The other builtins register themselves on import.
-from . import builtins_math, builtins_reduce, builtins_shape  # noqa: E402,F401
+from tilec.frontend import tl_math as builtins_math, tl_reduce as builtins_reduce, tl_shape as builtins_shape  # noqa: E402,F401

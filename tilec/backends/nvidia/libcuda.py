@@ -22,8 +22,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from ..errors import TilecError
-from . import cuda_driver as cd
+from tilec.errors import TilecError
+from tilec.backends.nvidia import cuda_driver as cd
 
 # Where the driver library is, by platform: tried in order.
 LIBRARY_NAMES = ("libcuda.so.1", "libcuda.so", "nvcuda.dll")
