@@ -26,6 +26,9 @@ class Target:
     warp_size: int  # threads that execute in lockstep (32 NVIDIA, 64 AMD CDNA)
     default_shared_bytes: int  # shared memory per block without opting in
     max_shared_bytes: int  # shared memory per block after opting in
+    max_vector_bytes: int = 16  # widest load or store one thread issues
+    max_threads_per_block: int = 1024
+    registers_per_block: int = 64 * 1024  # 32-bit registers a block may use in all
 
     def emit_assembly(self, llvm_ir: str) -> str:
         """Assembly text (PTX for NVPTX) for the module in `llvm_ir`.

@@ -23,11 +23,10 @@ from tilec.errors import OutOfResources, TilecError
 from tilec.ir.core import Function
 from tilec.ir.printer import print_function
 from tilec.targets.base import Target
+from tilec.backends.nvidia.target import REGISTERS_PER_BLOCK
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir
 from tilec.launch.dump import dump_stage
 
-# 64 K 32-bit registers per block on every arch tilec targets (sm_80 ... sm_90a).
-REGISTERS_PER_BLOCK = 64 * 1024
 
 
 @dataclass

@@ -11,6 +11,10 @@ from tilec.targets.base import Target, llvm_data_layout
 TRIPLE = "nvptx64-nvidia-cuda"
 WARP_SIZE = 32
 MAX_THREADS_PER_BLOCK = 1024
+# 64 K 32-bit registers per block on every arch tilec targets (sm_80 ... sm_90a).
+REGISTERS_PER_BLOCK = 64 * 1024
+# A thread's widest global or shared access: ld/st.v4.b32.
+MAX_VECTOR_BYTES = 16
 
 # PTX ISA 8.5 (CUDA 12.5): new enough for every sm_90/sm_90a instruction we
 # emit, old enough for any CUDA 12.5+ driver and ptxas to accept. A newer ISA
@@ -51,6 +55,9 @@ def nvptx_target(arch: str) -> Target:
         warp_size=WARP_SIZE,
         default_shared_bytes=DEFAULT_SHARED_BYTES,
         max_shared_bytes=MAX_SHARED_BYTES[arch],
+        max_vector_bytes=MAX_VECTOR_BYTES,
+        max_threads_per_block=MAX_THREADS_PER_BLOCK,
+        registers_per_block=REGISTERS_PER_BLOCK,
     )
 
 
