@@ -2,7 +2,9 @@
 hypothesis test that prints, parses and reprints random well-typed IR."""
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 
 from ir.random_ir import random_functions
 from tilec import ir
+from tilec.ir.layouts import LAYOUT_WORDS, Layout, int_list
 from tilec.ir.ops import all_op_classes
 from tilec.ir.parser import ParseError, parse_function, parse_module, tokenize
 from tilec.ir.printer import print_function, print_module
@@ -223,6 +226,31 @@ def test_golden_text_reads_back_unchanged_and_verifies(name):
 def test_golden_texts_cover_every_op():
     covered = {op.NAME for text in GOLDEN.values() for op in ir.walk(parse_function(text).body)}
     assert covered == set(all_op_classes())
+
+
+def test_a_layout_class_brings_its_word_to_the_parser():
+    @dataclasses.dataclass(frozen=True)
+    class Ring(Layout):
+        """A layout no backend has: defining it adds its word to the text form."""
+
+        WORD: ClassVar[str] = "ring_for_test"
+        step: int
+        order: tuple
+
+        @property
+        def rank(self) -> int:
+            return len(self.order)
+
+        def __str__(self) -> str:
+            return f"{self.WORD}<{self.step}, {int_list(self.order)}>"
+
+    text = "func @k(%x: tile<4x8xf32, ring_for_test<2, [1, 0]>>) {\n  %y = neg %x : tile<4x8xf32, ring_for_test<2, [1, 0]>>\n}\n"
+    try:
+        fn = parse_function(text)
+        assert fn.args[0].type.layout == Ring(2, (1, 0))
+        assert print_function(fn) == text
+    finally:
+        del LAYOUT_WORDS[Ring.WORD]
 
 
 def test_module_of_several_functions_reads_back():

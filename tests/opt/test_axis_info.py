@@ -61,9 +61,9 @@ def test_vector_add_divisible_n():
     assert got["px"] == A([1024], [16], [1])
     assert got["py"] == A([1024], [4], [1])
     assert got["v"] == A([1], [1], [1])          # loaded data: nothing known
-    assert vector_width(got["px"], 4, 0) == 4
-    assert vector_width(got["py"], 4, 0) == 1
-    assert vector_width(got["px"], 2, 0, max_bytes=16) == 8
+    assert vector_width(got["px"], 4, 0, 16) == 4
+    assert vector_width(got["py"], 4, 0, 16) == 1
+    assert vector_width(got["px"], 2, 0, 16) == 8
     assert mask_vector_width(got["mask"], 0) == 16
 
 
@@ -96,8 +96,8 @@ func @tile(%p: ptr<f16> {divisibility = 16}, %stride: i32 {divisibility = 16}) {
     assert got["cb"] == A([1, 64], [1, MAX_DIVISIBILITY], [32, 1])
     assert got["offs"] == A([1, 64], [1, 16], [1, 1])
     assert got["ptrs"] == A([1, 64], [2, 16], [1, 1])
-    assert vector_width(got["ptrs"], 2, 1) == 8
-    assert vector_width(got["ptrs"], 2, 0) == 1
+    assert vector_width(got["ptrs"], 2, 1, 16) == 8
+    assert vector_width(got["ptrs"], 2, 0, 16) == 1
 
 
 def test_hints_raise_what_is_known():
@@ -119,7 +119,7 @@ func @h(%i: i32, %p: ptr<f32>, %t: tile<128xi32>) {
     assert got["cd"] == A([128], [128], [1])
     assert got["k"] == A([1], [1], [32])
     assert got["q"] == A([128], [4], [1])
-    assert vector_width(got["q"], 4, 0) == 1
+    assert vector_width(got["q"], 4, 0, 16) == 1
 
 
 def test_constants():

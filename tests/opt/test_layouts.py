@@ -21,15 +21,19 @@ from tilec.codegen_llvm.shuffle import _register_permutation
 from tilec.ir.types import TileType, f16
 from tilec.errors import CompilationError
 from tilec.ir.layouts import (
-    Blocked, DotOperand, Mma, Slice, blocked_layout, kept_dims, num_registers, register_offsets, replicating,
+    Blocked, Slice, blocked_layout, kept_dims, num_registers, register_offsets, replicating,
     root_layout, root_shape, thread_bits, vector_runs,
 )
+from tilec.ir.layouts_nvidia import DotOperand, Mma
 from tilec.ir.verify import verify_function
 from tilec.backends.nvidia.layouts import assign_layouts
+from tilec.backends.nvidia.target import WARP_SIZE, nvptx_target
+
+SM_90 = nvptx_target("sm_90")
 
 
 def four_warps(fn):
-    return assign_layouts(fn, num_warps=4)
+    return assign_layouts(fn, num_warps=4, target=SM_90)
 
 
 def layouts_of(text: str) -> dict[str, str]:
@@ -146,14 +150,14 @@ func @scan(%x: tile<8x32xi32>) {
 def test_non_power_of_two_tiles_are_refused():
     fn = ir.parser.parse_function("func @k(%x: tile<6xf32>) {\n  %y = add %x, %x : tile<6xf32>\n}\n")
     with pytest.raises(CompilationError, match="power-of-two dims; `add` makes a tile<6xf32>"):
-        assign_layouts(fn, 4)
+        assign_layouts(fn, 4, SM_90)
 
 
 # --- the layouts themselves -------------------------------------------------------
 
 def test_blocked_layout_registers_cover_every_element_once_per_owner():
     for shape, order, vec in [((1024,), (0,), 4), ((16, 64), (1, 0), 4), ((64, 16), (0, 1), 2), ((2, 4), (1, 0), 4)]:
-        layout = blocked_layout(shape, order, vec, num_warps=4)
+        layout = blocked_layout(shape, order, vec, num_warps=4, warp_size=WARP_SIZE)
         covered = set()
         plans = layout.dim_plans(shape)
         for offs in register_offsets(layout, shape):
@@ -189,11 +193,11 @@ def test_mma_registers_are_the_instructions_fragments():
 
 def test_vector_runs_follow_consecutive_registers_and_base_alignment():
     blocked = Blocked((1, 8), (4, 8), (4, 1), (1, 0))
-    assert vector_runs(blocked, (128, 64), 8)[:2] == [(0, 8), (8, 8)]
-    assert vector_runs(blocked, (128, 64), 4)[:2] == [(0, 4), (4, 4)]       # 16 bytes of f32
-    assert vector_runs(Mma((2, 2)), (64, 32), 8)[:3] == [(0, 2), (2, 2), (4, 2)]  # column pairs 2t, 2t+1
+    assert vector_runs(blocked, (128, 64), 8, WARP_SIZE)[:2] == [(0, 8), (8, 8)]
+    assert vector_runs(blocked, (128, 64), 4, WARP_SIZE)[:2] == [(0, 4), (4, 4)]       # 16 bytes of f32
+    assert vector_runs(Mma((2, 2)), (64, 32), 8, WARP_SIZE)[:3] == [(0, 2), (2, 2), (4, 2)]  # column pairs 2t, 2t+1
     column = Blocked((4, 1), (8, 4), (4, 1), (0, 1))
-    assert vector_runs(column, (128, 4), 8)[:2] == [(0, 1), (1, 1)]         # consecutive along rows only
+    assert vector_runs(column, (128, 4), 8, WARP_SIZE)[:2] == [(0, 1), (1, 1)]         # consecutive along rows only
 
 
 # --- property -----------------------------------------------------------------------
@@ -203,7 +207,7 @@ def test_vector_runs_follow_consecutive_registers_and_base_alignment():
 def test_layouts_preserve_results(case):
     want = case.run(case.fn)
     try:
-        lowered = assign_layouts(case.fn, num_warps=2)
+        lowered = assign_layouts(case.fn, num_warps=2, target=SM_90)
     except CompilationError as e:
         assert "power-of-two" in str(e)
         return
@@ -262,7 +266,7 @@ def test_an_accumulator_becomes_the_next_dots_operand_by_renaming_registers():
 
 def _bases_from_bits(layout, shape, lane, warp, num_warps):
     base = [0] * len(shape)
-    for b in thread_bits(layout, shape, num_warps):
+    for b in thread_bits(layout, shape, num_warps, WARP_SIZE):
         if b.dim is not None and b.value < shape[b.dim] and ((warp if b.warp else lane) >> b.bit) & 1:
             base[b.dim] += b.value
     return base
@@ -288,11 +292,11 @@ def _bases_from_plans(layout, lane, warp, shape):
 def test_thread_bits_give_the_blocked_layouts_bases_and_owners(shape, order, vector, num_warps):
     """Every thread's base coordinates and ownership, from the lane/warp bits,
     equal the blocked layout's definition; for its slices too."""
-    parent = blocked_layout(shape, order, vector, num_warps)
+    parent = blocked_layout(shape, order, vector, num_warps, WARP_SIZE)
     layouts = [(parent, shape)] + [(Slice(parent, d), shape[:d] + shape[d + 1:]) for d in range(len(shape))
                                    if len(shape) > 1]
     for layout, tile in layouts:
-        bits = thread_bits(layout, tile, num_warps)
+        bits = thread_bits(layout, tile, num_warps, WARP_SIZE)
         for warp in range(num_warps):
             for lane in range(32):
                 want, owner = _bases_from_plans(layout, lane, warp, tile)
@@ -310,7 +314,7 @@ def test_thread_bits_give_the_blocked_layouts_bases_and_owners(shape, order, vec
 def test_tensor_core_threads_hold_every_element_and_owners_hold_it_once(layout, shape, num_warps):
     """Thread bases (from the bits) plus register offsets cover the tile; the
     owners (no copy-making bit set) hold each element exactly once."""
-    bits = thread_bits(layout, shape, num_warps)
+    bits = thread_bits(layout, shape, num_warps, WARP_SIZE)
     offsets = sorted(set(register_offsets(layout, shape)))
     held, owned = set(), []
     for warp in range(num_warps):

@@ -1,10 +1,15 @@
 """The pass manager (order, dumps, verification after each pass) and
-``optimize`` (the default pipeline to a fixed point), on golden text."""
+``optimize`` (the default pipeline to a fixed point), on golden text; a
+target's lowering passes (layouts, pipelining) through it too."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from kernels.matmul import matmul_kernel
 from opt.golden import apply_pass, function_text
 
+import tilec
+from tilec.backends.nvidia import pipeline
 from tilec.ir import ops
 from tilec.ir.core import Function, VerifyError, clone_block
 from tilec.ir.parser import parse_function
@@ -113,3 +118,43 @@ def test_optimize_reaches_the_fixed_point(name):
     got = apply_pass(optimize, function_text(body))
     assert got == function_text(expected)
     assert apply_pass(optimize, got) == got
+
+
+# --------------------------------------------------------------------------- #
+# A target's lowering passes run through the pass manager too
+# --------------------------------------------------------------------------- #
+
+def _compile_matmul_for_sm_90():
+    """A fresh compile (no cache) of the tutorial's matmul for sm_90: no GPU needed."""
+    a = np.zeros((64, 64), np.float16)
+    return tilec.jit(matmul_kernel.fn).compile(
+        a, a, a, 64, 64, 64, 64, 1, 64, 1, 64, 1, target="sm_90", num_warps=4, num_stages=3,
+        BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACTIVATION="")
+
+
+GPU_LOWERING = ["assign_layouts", "hoist_loop_invariants", "eliminate_common_subexpressions", "pipeline_loops"]
+
+
+def test_the_layout_and_pipelining_passes_show_in_the_ir_dump(monkeypatch, capsys):
+    monkeypatch.setenv("TILEC_CACHE", "0")
+    monkeypatch.setenv("TILEC_DUMP", "ir")
+    compiled = _compile_matmul_for_sm_90()
+    dumps = capsys.readouterr().err.split("// -----// IR after ")[1:]
+    names = [d.split(" //----- //\n", 1)[0] for d in dumps]
+    assert names[-len(GPU_LOWERING):] == GPU_LOWERING    # after the generic pipeline's passes
+    assert "async_copy" in dumps[-1] and "async_copy" not in dumps[-2]
+    assert dumps[-1].split(" //----- //\n", 1)[1] == compiled.asm["tir-gpu"] + "\n"
+
+
+def _dropping_the_first_op(fn: Function, num_stages, target) -> Function:
+    body = clone_block(fn.body, {})
+    body.ops = body.ops[1:]
+    return Function(fn.name, body, fn.arg_names, fn.arg_attrs)
+
+
+def test_a_lowering_pass_that_breaks_the_ir_is_named(monkeypatch):
+    """Under ``TILEC_CHECK=1`` (the test suite) every lowering pass is verified."""
+    monkeypatch.setenv("TILEC_CACHE", "0")
+    monkeypatch.setattr(pipeline, "pipeline_loops", _dropping_the_first_op)
+    with pytest.raises(VerifyError, match="IR is invalid after pass _dropping_the_first_op: "):
+        _compile_matmul_for_sm_90()

@@ -1,9 +1,10 @@
-"""Software pipelining (``tilec/opt/pipeline.py``): the rewrite on a small
+"""Software pipelining (``tilec/backends/nvidia/pipeline.py``): the rewrite on a small
 loop as golden text, each bail-out, and -- the point -- pipelined kernels
 computing exactly what they computed before, on the interpreter, for ragged
 sizes whose trip counts run from 0 past ``num_stages``."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -22,6 +23,9 @@ from tilec.ir.printer import print_function
 from tilec.opt.axis_info import analyze_axes
 from tilec.backends.nvidia.layouts import assign_layouts
 from tilec.backends.nvidia.pipeline import NotPipelinable, analyze_loop, pipeline_loops
+from tilec.backends.nvidia.target import nvptx_target
+
+SM_90 = nvptx_target("sm_90")
 
 # --------------------------------------------------------------------------- #
 # Golden text
@@ -98,12 +102,17 @@ func @k(%a: ptr<f16>, %n: i32) {
 
 
 def stages(n: int):
-    return lambda fn: pipeline_loops(fn, n)
+    return lambda fn: pipeline_loops(fn, n, SM_90)
 
 
 def test_three_stages_copy_two_iterations_ahead_and_read_the_oldest_slot():
     got = apply_pass(stages(3), LOOP)
     assert got == PIPELINED_3, got
+
+
+def test_a_target_without_asynchronous_copies_keeps_its_loops():
+    no_copies = dataclasses.replace(SM_90, async_copies=False)
+    assert apply_pass(lambda fn: pipeline_loops(fn, 3, no_copies), LOOP) == apply_pass(stages(1), LOOP)
 
 
 def test_two_stages_wait_for_every_copy_and_four_keep_two_in_flight():
@@ -167,7 +176,7 @@ def test_loops_that_cannot_be_pipelined_are_left_alone(reason):
 def tile_ir(kernel, args: dict, **constexprs):
     """``kernel`` specialized for ``args`` and lowered to tile IR with layouts (4 warps)."""
     compiled = kernel.compile(*args.values(), **constexprs, target="host")
-    return assign_layouts(compiled.fn, num_warps=4)
+    return assign_layouts(compiled.fn, num_warps=4, target=SM_90)
 
 
 def run(fn, grid, args: dict, out: str) -> np.ndarray:
@@ -181,7 +190,7 @@ def check_pipelined(fn, num_stages: int, grid, args: dict, out: str, want: np.nd
     """Pipelining ``fn`` over ``num_stages`` changes no bit of ``out``, which is ``want``."""
     before = run(fn, grid, args, out)
     np.testing.assert_allclose(before.astype(np.float32), want, rtol=2e-2, atol=2e-2)
-    piped = pipeline_loops(fn, num_stages)
+    piped = pipeline_loops(fn, num_stages, SM_90)
     text = print_function(piped)
     assert ("async_copy" in text) == pipelined, text
     np.testing.assert_array_equal(run(piped, grid, args, out), before)
@@ -296,7 +305,7 @@ def test_copies_keep_the_axis_facts_of_the_loads_they_replace(num_stages):
                  ACTIVATION="")
     facts = analyze_axes(fn)
     want = [(facts[op.mask], facts[op.ptr]) for op in ir.walk(fn.body) if isinstance(op, ir.Load) and op.mask]
-    piped = pipeline_loops(fn, num_stages)
+    piped = pipeline_loops(fn, num_stages, SM_90)
     facts = analyze_axes(piped)
     got = [(facts[op.mask], facts[op.ptr]) for op in ir.walk(piped.body) if isinstance(op, ir.AsyncCopy)]
     assert got == want * num_stages  # S-1 copies of each in the prologue, one in the loop

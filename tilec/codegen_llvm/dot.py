@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from tilec import ir
 from tilec.ir.types import ScalarType, bf16, elem_type, f16, f32
-from tilec.ir.layouts import Mma
+from tilec.ir.layouts_nvidia import Mma
 from tilec.codegen_llvm.kernel import I32, Ctx, coordinates, element_address, linear_index, lowers
 from tilec.backends.nvidia.mma import lower_mma_dot, round_tf32
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type, resize_int

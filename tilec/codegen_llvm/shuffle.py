@@ -17,7 +17,8 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.ir.types import PointerType, TileType, elem_type, shape_of
 from tilec.codegen_llvm.kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers, thread_layout_bits
-from tilec.ir.layouts import DotOperand, num_registers, register_offsets, replicating, vector_runs
+from tilec.ir.layouts import num_registers, register_offsets, replicating, vector_runs
+from tilec.ir.layouts_nvidia import DotOperand
 from tilec.codegen_llvm.memory import MAX_VECTOR_BYTES, _from_memory, _pack, _to_memory
 from tilec.backends.nvidia.mma import convert_to_operand
 from tilec.codegen_llvm.scalar_base import memory_type
@@ -53,7 +54,7 @@ def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[l
     with _maybe(b, pred):
         for regs, t, index_of in writes:
             coords = tile_coordinates(ctx, t)
-            for start, width in _runs(t, size, row_major):
+            for start, width in _runs(ctx, t, size, row_major):
                 values = [_to_memory(ctx, v, elem) for v in regs[start:start + width]]
                 address = element_address(b, base, index_of(coords[start]), size)
                 b.store(_pack(ctx, values), address, align=size * width)
@@ -61,7 +62,7 @@ def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[l
     out = []
     for t, index_of in reads:
         coords, got = tile_coordinates(ctx, t), []
-        for start, width in _runs(t, size, row_major):
+        for start, width in _runs(ctx, t, size, row_major):
             address = element_address(b, base, index_of(coords[start]), size)
             raw = b.load(address, typ=llir.VectorType(mem, width) if width > 1 else mem, align=size * width)
             parts = [raw] if width == 1 else [b.extract_element(raw, I32(i)) for i in range(width)]
@@ -70,14 +71,14 @@ def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[l
     return out
 
 
-def _runs(t, size: int, row_major: bool) -> list[tuple[int, int]]:
+def _runs(ctx: Ctx, t, size: int, row_major: bool) -> list[tuple[int, int]]:
     """The register groups ``exchange`` moves together: vector runs of a
     row-major tile, else one register at a time."""
     if not isinstance(t, TileType):
         return [(0, 1)]
     if not row_major or isinstance(t.elem, PointerType):  # no vectors of pointers
         return [(i, 1) for i in range(num_registers(t.layout, t.shape))]
-    return vector_runs(t.layout, t.shape, max(1, MAX_VECTOR_BYTES // size))
+    return vector_runs(t.layout, t.shape, max(1, MAX_VECTOR_BYTES // size), ctx.target.warp_size)
 
 
 def stage_in_smem(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:

@@ -1,14 +1,16 @@
 """GPU-level ops: shared-memory buffers and asynchronous global -> shared copies.
 
-Target lowering makes them (``tilec/opt/pipeline.py``); the front end never
-does.  A *buffer* is a tile held in shared memory (its layout is
-``layouts.Shared``): its leading dim counts *slots* (one per pipeline
-stage), the rest is the shape of the tile each slot holds.  A buffer is only
-ever named by the ``local_alloc`` that made it (never carried through a loop
-or yielded), so every use of a buffer is a use of its alloc's result: the
-shared-memory plan (``tilec/opt/shared_memory.py``) relies on it.
+A backend's target lowering makes them (the NVIDIA one pipelines loops with
+them); the front end never does.  A *buffer* is a tile held in shared
+memory (its layout is ``layouts.Shared``): its leading dim counts *slots*
+(one per pipeline stage), the rest is the shape of the tile each slot holds.
+A buffer is only ever named by the ``local_alloc`` that made it (never
+carried through a loop or yielded), so every use of a buffer is a use of its
+alloc's result: the shared-memory plan (``tilec/opt/shared_memory.py``)
+relies on it.
 
-The copy protocol is the hardware's (``cp.async``): ``async_copy`` starts a
+The copy protocol is the one GPUs with asynchronous copies share (a target
+says whether it has them: ``Target.async_copies``): ``async_copy`` starts a
 copy, ``async_commit`` closes the group of copies started since the last
 commit, ``async_wait {pending = N}`` waits until at most ``N`` groups are
 still in flight (for this thread's copies: a ``barrier`` after it makes

@@ -1,8 +1,11 @@
 """Layouts: which thread of a program holds which element of a tile.
 
-Target lowering (``tilec/opt/layouts.py``) gives every tile type a layout; the
-codegen then holds a tile as a Python list of LLVM values, one per *register*
-(element a thread owns), in the order this module defines.
+A backend's layout pass gives every tile type a layout; the codegen then
+holds a tile as a Python list of LLVM values, one per *register* (element a
+thread owns), in the order the layout defines.  This module holds the
+layouts every backend shares and the functions the codegen asks of any
+layout; a vendor's own layouts (``layouts_nvidia.py``) subclass
+``RegisterLayout`` and answer the same questions through its methods.
 
 * ``Blocked(spt, tpw, wpc, order)``: per dimension ``d``, each thread holds
   ``spt[d]`` consecutive elements, ``tpw[d]`` threads of a warp and ``wpc[d]``
@@ -13,6 +16,7 @@ codegen then holds a tile as a Python list of LLVM values, one per *register*
 * ``Slice(parent, dim)``: the layout of a tile that ``parent`` would hold
   with ``dim`` of size 1 removed -- what a reduction along ``dim`` leaves, and
   what ``expand_dims`` at ``dim`` turns back into ``parent`` at no cost.
+* ``Shared(vec, per_phase, max_phase, order)``: a tile held in shared memory.
 
 Everything is a power of two: tile dims, and the fields of a layout.
 
@@ -20,13 +24,62 @@ Coordinates split into a per-thread part and a per-register part:
 ``coord[d] = thread_base[d] + register_offset[d]`` where ``thread_base[d] =
 (lane_d*spt[d] + warp_d*spt[d]*tpw[d]) mod shape[d]`` and ``register_offset``
 is a constant per register -- the sum never wraps (see ``dim_plan``).
+
+In the text form a layout is ``word<fields>``: each layout class names its
+``WORD`` and so enters ``LAYOUT_WORDS``, the table the parser reads.
 """
 from __future__ import annotations
 
 import itertools
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import ClassVar, Optional, Sequence
+
+
+#: The text form's layout words, each the class it names (every ``Layout``
+#: subclass with a ``WORD`` enters itself when it is defined).
+LAYOUT_WORDS: dict[str, type["Layout"]] = {}
+
+
+class Layout:
+    """What every layout attribute is: frozen data a tile type carries,
+    written ``WORD<fields>`` in the text form."""
+
+    WORD: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "WORD" in cls.__dict__:
+            LAYOUT_WORDS[cls.WORD] = cls
+
+    @classmethod
+    def from_text(cls, fields: Sequence) -> "Layout":
+        """The layout whose text form lists ``fields`` (ints, int tuples and
+        layouts, in the order ``__str__`` writes them)."""
+        return cls(*fields)
+
+
+class RegisterLayout(Layout, ABC):
+    """A layout that spreads a tile over the registers of a program's threads
+    and is not a slice of another: what the codegen asks of one."""
+
+    @property
+    @abstractmethod
+    def rank(self) -> int:
+        """The number of tile dims the layout covers."""
+
+    @abstractmethod
+    def register_offsets(self, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Each register's offset from its thread's base coordinates, in register order."""
+
+    @abstractmethod
+    def num_registers(self, shape: tuple[int, ...]) -> int:
+        """How many elements each thread holds of a tile of ``shape``."""
+
+    @abstractmethod
+    def thread_bits(self, shape: tuple[int, ...], num_warps: int, warp_size: int) -> list["ThreadBit"]:
+        """Every lane and warp id bit and what it adds to a thread's base (``thread_bits``)."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +122,22 @@ class DimPlan:
 
 
 @dataclass(frozen=True)
-class Blocked:
+class ThreadBit:
+    """Bit ``bit`` of the thread's lane id (``warp`` False) or warp id adds
+    ``value`` to its base coordinate along tile dim ``dim``; ``dim`` None:
+    the bit picks no element (threads that differ in it hold copies)."""
+
+    warp: bool
+    bit: int
+    dim: Optional[int]
+    value: int
+
+
+@dataclass(frozen=True)
+class Blocked(RegisterLayout):
     """A blocked layout (module docstring).  Tuples have one entry per dim."""
 
+    WORD: ClassVar[str] = "blocked"
     spt: tuple[int, ...]
     tpw: tuple[int, ...]
     wpc: tuple[int, ...]
@@ -81,7 +147,7 @@ class Blocked:
         n = len(self.order)
         if sorted(self.order) != list(range(n)) or not len(self.spt) == len(self.tpw) == len(self.wpc) == n:
             raise ValueError(f"malformed blocked layout {self}")
-        if not all(_is_pow2(x) for x in self.spt + self.tpw + self.wpc):
+        if not all(is_pow2(x) for x in self.spt + self.tpw + self.wpc):
             raise ValueError(f"blocked layout fields must be powers of two: {self}")
 
     @property
@@ -101,105 +167,83 @@ class Blocked:
             raise ValueError(f"layout {self} has rank {self.rank}, the tile {shape}")
         return [DimPlan(s, *f) for s, f in zip(shape, zip(self.spt, self.tpw, self.wpc))]
 
+    def register_offsets(self, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Registers run along ``order[0]`` first."""
+        plans = self.dim_plans(shape)
+        slowest_first = list(reversed(self.order))
+        out = []
+        for regs in itertools.product(*(range(plans[d].regs) for d in slowest_first)):
+            by_dim = dict(zip(slowest_first, regs))
+            out.append(tuple(plans[d].offset(by_dim[d]) for d in range(self.rank)))
+        return out
+
+    def num_registers(self, shape: tuple[int, ...]) -> int:
+        return math.prod(p.regs for p in self.dim_plans(shape))
+
+    def thread_bits(self, shape: tuple[int, ...], num_warps: int, warp_size: int) -> list[ThreadBit]:
+        """Lane bits step ``spt`` along the dims in ``order``, then warp bits
+        ``spt*tpw`` (``tpw`` and ``wpc`` say how many bits each dim takes)."""
+        bits = []
+        for warp, per_dim, unit in ((False, self.tpw, lambda d: self.spt[d]),
+                                    (True, self.wpc, lambda d: self.spt[d] * self.tpw[d])):
+            shift = 0
+            for d in self.order:
+                for k in range(exact_log2(per_dim[d])):
+                    bits.append(ThreadBit(warp, shift + k, d, unit(d) << k))
+                shift += exact_log2(per_dim[d])
+        return bits
+
     def __str__(self) -> str:
-        return "blocked<" + ", ".join(_int_list(t) for t in (self.spt, self.tpw, self.wpc, self.order)) + ">"
+        return f"{self.WORD}<" + ", ".join(int_list(t) for t in (self.spt, self.tpw, self.wpc, self.order)) + ">"
 
 
 @dataclass(frozen=True)
-class Slice:
-    """``parent`` with dimension ``dim`` removed (module docstring)."""
+class Slice(Layout):
+    """``parent`` with dimension ``dim`` removed (module docstring); written
+    ``slice<dim, parent>``."""
 
-    parent: "Layout"
+    WORD: ClassVar[str] = "slice"
+    parent: Layout
     dim: int
+
+    def __post_init__(self):
+        if not isinstance(self.parent, (RegisterLayout, Slice)) or not isinstance(self.dim, int) \
+                or not 0 <= self.dim < self.parent.rank:
+            raise ValueError(f"malformed slice layout: dim {self.dim!r} of {self.parent}")
+
+    @classmethod
+    def from_text(cls, fields: Sequence) -> "Slice":
+        dim, parent = fields
+        return cls(parent, dim)
 
     @property
     def rank(self) -> int:
         return self.parent.rank - 1
 
     def __str__(self) -> str:
-        return f"slice<{self.dim}, {self.parent}>"
+        return f"{self.WORD}<{self.dim}, {self.parent}>"
 
 
 @dataclass(frozen=True)
-class Mma:
-    """The accumulator layout of the tensor cores' ``mma.sync.m16n8kK``.
-
-    A 2-D ``[M, N]`` tile is cut into 16x8 instruction tiles; warp ``w`` is
-    ``(w % wm, w // wm)`` on a ``wpc = (wm, wn)`` grid and takes every
-    ``wm``-th tile down and every ``wn``-th across.  In each 16x8 tile lane
-    ``4g + t`` holds rows ``g, g+8`` and columns ``2t, 2t+1``; registers run
-    ``[rep_m][rep_n][c0..c3]``, the order the instruction reads and writes.
-    """
-
-    wpc: tuple[int, int]
-
-    def __post_init__(self):
-        if len(self.wpc) != 2 or not all(_is_pow2(x) for x in self.wpc):
-            raise ValueError(f"malformed mma layout {self}")
-
-    @property
-    def rank(self) -> int:
-        return 2
-
-    def __str__(self) -> str:
-        return f"mma<{_int_list(self.wpc)}>"
-
-
-@dataclass(frozen=True)
-class DotOperand:
-    """An operand of ``mma.sync`` in registers: ``idx`` 0 is ``a`` (``[M, K]``),
-    1 is ``b`` (``[K, N]``), for the ``parent`` accumulator layout.
-
-    ``kwidth`` consecutive ``k`` elements share one 32-bit register: 2 for
-    f16/bf16 (``m16n8k16``), 1 for tf32 (``m16n8k8``), 4 for int8
-    (``m16n8k32``); an instruction covers ``8 * kwidth`` of ``k``.  For
-    ``a``, lane ``4g + t`` holds rows ``g, g+8`` and ``k`` from
-    ``kwidth*t`` and ``kwidth*t + 4*kwidth``; registers run
-    ``[rep_m][k step][4 words][kwidth]``.  For ``b``, column ``g`` and the
-    same ``k``; registers ``[rep_n][k step][2 words][kwidth]``.  Warps along
-    the other operand's dim hold copies.
-    """
-
-    idx: int
-    kwidth: int
-    parent: Mma
-
-    def __post_init__(self):
-        if self.idx not in (0, 1) or self.kwidth not in (1, 2, 4) or not isinstance(self.parent, Mma):
-            raise ValueError(f"malformed dot operand layout {self}")
-
-    @property
-    def rank(self) -> int:
-        return 2
-
-    @property
-    def k_step(self) -> int:
-        """The ``k`` one instruction covers."""
-        return 8 * self.kwidth
-
-    def __str__(self) -> str:
-        return f"dot_op<{self.idx}, {self.kwidth}, {self.parent}>"
-
-
-@dataclass(frozen=True)
-class Shared:
+class Shared(Layout):
     """A tile held in shared memory (a buffer, not registers).
 
     The last two dims form a matrix stored along ``order[0]`` (the fast one
-    of them) in rows of 16-byte chunks of ``vec`` elements; leading dims
-    (pipeline slots) are whole matrices one after another.  Chunk ``c`` of
-    row ``r`` sits at chunk ``c ^ ((r // per_phase) % max_phase)``: the
-    XOR swizzle that spreads the 8 rows one ``ldmatrix`` reads (or a warp's
-    16-byte writes) over all 32 banks.  ``max_phase`` 1 is no swizzle.
+    of them) in rows of chunks of ``vec`` elements; leading dims (pipeline
+    slots) are whole matrices one after another.  Chunk ``c`` of row ``r``
+    sits at chunk ``c ^ ((r // per_phase) % max_phase)``: the XOR swizzle
+    that spreads rows read or written together over all the memory banks.
+    ``max_phase`` 1 is no swizzle.
     """
 
+    WORD: ClassVar[str] = "shared"
     vec: int
     per_phase: int
     max_phase: int
     order: tuple[int, ...]
 
     def __post_init__(self):
-        if not all(_is_pow2(x) for x in (self.vec, self.per_phase, self.max_phase)) or \
+        if not all(is_pow2(x) for x in (self.vec, self.per_phase, self.max_phase)) or \
                 sorted(self.order) != list(range(len(self.order))) or len(self.order) < 2:
             raise ValueError(f"malformed shared layout {self}")
 
@@ -208,11 +252,7 @@ class Shared:
         return len(self.order)
 
     def __str__(self) -> str:
-        return f"shared<{self.vec}, {self.per_phase}, {self.max_phase}, {_int_list(self.order)}>"
-
-
-Layout = Union[Blocked, Slice, Mma, DotOperand, Shared]
-REGISTER_LAYOUTS = (Blocked, Slice, Mma, DotOperand)
+        return f"{self.WORD}<{self.vec}, {self.per_phase}, {self.max_phase}, {int_list(self.order)}>"
 
 
 def is_shared(layout) -> bool:
@@ -220,22 +260,18 @@ def is_shared(layout) -> bool:
     return isinstance(layout, Shared)
 
 
-def swizzled_layout(shape: tuple[int, ...], order: tuple[int, ...], elem_bytes: int) -> Shared:
-    """The shared layout for a tile of ``shape`` whose matrix is stored along
-    ``order[0]``: rows of 16-byte chunks, swizzled so that 8 consecutive rows
-    cover the 8 chunk positions of a 128-byte bank line once each."""
-    vec = max(1, 16 // elem_bytes)
-    row_bytes = shape[order[0]] * elem_bytes
-    if row_bytes < 32:
-        return Shared(vec, 1, 1, order)
-    return Shared(vec, max(1, 128 // row_bytes), min(8, row_bytes // 16), order)
-
-
-def _is_pow2(n: int) -> bool:
+def is_pow2(n: int) -> bool:
+    """True for a positive int power of two."""
     return isinstance(n, int) and n > 0 and n & (n - 1) == 0
 
 
-def _int_list(t: tuple) -> str:
+def exact_log2(n: int) -> int:
+    """``log2`` of a power of two."""
+    return n.bit_length() - 1
+
+
+def int_list(t: tuple) -> str:
+    """``t`` in the text form: ``[1, 2]``."""
     return "[" + ", ".join(str(x) for x in t) + "]"
 
 
@@ -255,6 +291,14 @@ def root_blocked(layout: Layout) -> Blocked:
     root = root_layout(layout)
     if not isinstance(root, Blocked):
         raise ValueError(f"{layout} is not a blocked layout or a slice of one")
+    return root
+
+
+def root_registers(layout: Layout) -> RegisterLayout:
+    """The register layout at the bottom of a chain of slices (the caller knows it is one)."""
+    root = root_layout(layout)
+    if not isinstance(root, RegisterLayout):
+        raise ValueError(f"{layout} does not hold a tile in registers")
     return root
 
 
@@ -279,32 +323,18 @@ def kept_dims(layout: Layout) -> list[int]:
 def register_offsets(layout: Layout, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
     """Each register's offset from the thread's base coordinates, in register order.
 
-    Registers run along the root's ``order[0]`` first; a slice keeps its
-    parent's order (the removed dim has one register), so ``expand_dims`` of
-    a slice and ``reduce`` to it keep registers where they are.  Tensor-core
-    layouts keep the instructions' order (``Mma``, ``DotOperand``).
+    The root layout defines the order (``RegisterLayout.register_offsets``);
+    a slice keeps its parent's (the removed dim has one register), so
+    ``expand_dims`` of a slice and ``reduce`` to it keep registers where they are.
     """
-    root = root_layout(layout)
-    if isinstance(root, (Mma, DotOperand)):
-        keep = kept_dims(layout)
-        return [tuple(o[d] for d in keep) for o in mma_register_offsets(root, root_shape(layout, shape))]
-    root = root_blocked(layout)
-    plans = root.dim_plans(root_shape(layout, shape))
-    ranges = [range(plans[d].regs) for d in reversed(root.order)]  # slowest first for product()
     keep = kept_dims(layout)
-    out = []
-    for regs in itertools.product(*ranges):
-        by_dim = dict(zip(reversed(root.order), regs))
-        out.append(tuple(plans[d].offset(by_dim[d]) for d in keep))
-    return out
+    offsets = root_registers(layout).register_offsets(root_shape(layout, shape))
+    return [tuple(o[d] for d in keep) for o in offsets]
 
 
 def num_registers(layout: Layout, shape: tuple[int, ...]) -> int:
     """How many elements each thread holds of a tile of ``shape``."""
-    if isinstance(root_layout(layout), (Mma, DotOperand)):
-        return len(register_offsets(layout, shape))
-    root = root_blocked(layout)
-    return math.prod(p.regs for p in root.dim_plans(root_shape(layout, shape)))
+    return root_registers(layout).num_registers(root_shape(layout, shape))
 
 
 def register_strides(layout: Layout, shape: tuple[int, ...]) -> list[int]:
@@ -326,52 +356,17 @@ def register_counts(layout: Layout, shape: tuple[int, ...]) -> list[int]:
     return [plans[d].regs for d in kept_dims(layout)]
 
 
-@dataclass(frozen=True)
-class ThreadBit:
-    """Bit ``bit`` of the thread's lane id (``warp`` False) or warp id adds
-    ``value`` to its base coordinate along tile dim ``dim``; ``dim`` None:
-    the bit picks no element (threads that differ in it hold copies)."""
-
-    warp: bool
-    bit: int
-    dim: Optional[int]
-    value: int
-
-
-def thread_bits(layout: Layout, shape: tuple[int, ...], num_warps: int, warp_size: int = 32) -> list[ThreadBit]:
-    """Every lane and warp id bit and what it adds to a thread's base: a
-    thread's base along dim ``d`` is the sum of the values of its set bits
-    for ``d``, modulo the dim's size.  A bit whose value is at least the
-    size (or that has no dim) only makes copies."""
+def thread_bits(layout: Layout, shape: tuple[int, ...], num_warps: int, warp_size: int) -> list[ThreadBit]:
+    """Every lane and warp id bit and what it adds to a thread's base, for
+    ``num_warps`` warps of ``warp_size`` threads: a thread's base along dim
+    ``d`` is the sum of the values of its set bits for ``d``, modulo the
+    dim's size.  A bit whose value is at least the size (or that has no dim)
+    only makes copies."""
     if isinstance(layout, Slice):
-        kept = kept_dims(layout)
-        renumber = {old: new for new, old in enumerate(kept)}
+        renumber = {old: new for new, old in enumerate(kept_dims(layout))}
         return [ThreadBit(t.warp, t.bit, renumber.get(t.dim), t.value)
                 for t in thread_bits(root_layout(layout), root_shape(layout, shape), num_warps, warp_size)]
-    if isinstance(layout, Blocked):
-        bits = []
-        for warp, per_dim, unit in ((False, layout.tpw, lambda d: layout.spt[d]),
-                                    (True, layout.wpc, lambda d: layout.spt[d] * layout.tpw[d])):
-            shift = 0
-            for d in layout.order:
-                for k in range(exact_log2(per_dim[d])):
-                    bits.append(ThreadBit(warp, shift + k, d, unit(d) << k))
-                shift += exact_log2(per_dim[d])
-        return bits
-    mma = layout if isinstance(layout, Mma) else layout.parent
-    wm, wn = mma.wpc
-    outer_dim = 0 if isinstance(layout, Mma) or layout.idx == 0 else 1  # the dim lane bits 2..4 step
-    if isinstance(layout, Mma):
-        low = [ThreadBit(False, k, 1, 2 << k) for k in range(2)]
-    else:
-        low = [ThreadBit(False, k, 1 - layout.idx, layout.kwidth << k) for k in range(2)]
-    high = [ThreadBit(False, 2 + k, outer_dim, 1 << k) for k in range(exact_log2(warp_size) - 2)]
-    m_dim = 0 if not isinstance(layout, DotOperand) or layout.idx == 0 else None
-    n_dim = 1 if not isinstance(layout, DotOperand) or layout.idx == 1 else None
-    warps = [ThreadBit(True, k, m_dim, 16 << k) for k in range(exact_log2(wm))]
-    warps += [ThreadBit(True, exact_log2(wm) + k, n_dim, 8 << k) for k in range(exact_log2(wn))]
-    warps += [ThreadBit(True, k, None, 0) for k in range(exact_log2(wm * wn), exact_log2(num_warps))]
-    return low + high + warps
+    return root_registers(layout).thread_bits(shape, num_warps, warp_size)
 
 
 def replicating(bit: ThreadBit, shape: tuple[int, ...]) -> bool:
@@ -379,27 +374,23 @@ def replicating(bit: ThreadBit, shape: tuple[int, ...]) -> bool:
     return bit.dim is None or bit.value >= shape[bit.dim]
 
 
-def exact_log2(n: int) -> int:
-    """``log2`` of a power of two."""
-    return n.bit_length() - 1
-
-
-def base_alignment(layout: Layout, shape: tuple[int, ...]) -> int:
+def base_alignment(layout: Layout, shape: tuple[int, ...], warp_size: int) -> int:
     """A power of two that divides every thread's base coordinate along the
     tile's last dim (``vector_runs`` may then move that many at once): the
     least a lane or warp bit adds there (the dim's size when none does)."""
     last = len(shape) - 1
-    steps = [t.value for t in thread_bits(layout, shape, 1) if t.dim == last and not replicating(t, shape)]
+    bits = thread_bits(layout, shape, 1, warp_size)
+    steps = [t.value for t in bits if t.dim == last and not replicating(t, shape)]
     return min(steps, default=shape[last])
 
 
-def vector_runs(layout: Layout, shape: tuple[int, ...], limit: int) -> list[tuple[int, int]]:
+def vector_runs(layout: Layout, shape: tuple[int, ...], limit: int, warp_size: int) -> list[tuple[int, int]]:
     """``(first register, count)`` groups covering the register list, each
     ``count`` (a power of two, at most ``limit``) registers holding
     consecutive elements of one row, starting at a multiple of ``count``:
     in a row-major buffer they are one aligned vector."""
     offsets = register_offsets(layout, shape)
-    limit = min(limit, base_alignment(layout, shape))
+    limit = min(limit, base_alignment(layout, shape, warp_size))
     runs, i = [], 0
     while i < len(offsets):
         width = limit
@@ -417,68 +408,12 @@ def _is_run(offsets: list, i: int, width: int) -> bool:
     return all(offsets[i + j][:-1] == first[:-1] and offsets[i + j][-1] == first[-1] + j for j in range(width))
 
 
-def mma_grid(layout, shape: tuple[int, ...]) -> tuple[int, int]:
-    """Instruction tiles per warp of an ``Mma`` or ``DotOperand`` tile:
-    ``(rep_m, rep_n)`` for the accumulator, ``(rep_m, k steps)`` for ``a``,
-    ``(rep_n, k steps)`` for ``b``."""
-    if isinstance(layout, Mma):
-        wm, wn = layout.wpc
-        return max(1, shape[0] // (16 * wm)), max(1, shape[1] // (8 * wn))
-    wm, wn = layout.parent.wpc
-    steps = max(1, shape[1 - layout.idx] // layout.k_step)
-    if layout.idx == 0:
-        return max(1, shape[0] // (16 * wm)), steps
-    return max(1, shape[1] // (8 * wn)), steps
-
-
-def mma_register_offsets(layout, shape: tuple[int, ...]) -> list[tuple[int, int]]:
-    """``register_offsets`` of the tensor-core layouts (their docstrings give the
-    order).  Along a dim smaller than one instruction tile (a ``[M, 1]``
-    column a reduction left) offsets wrap: a thread then holds copies."""
-    return [(r % shape[0], c % shape[1]) for r, c in _mma_offsets(layout, shape)]
-
-
-def _mma_offsets(layout, shape: tuple[int, ...]) -> list[tuple[int, int]]:
-    outer, inner = mma_grid(layout, shape)
-    out = []
-    if isinstance(layout, Mma):
-        wm, wn = layout.wpc
-        for rm, rn, c in itertools.product(range(outer), range(inner), range(4)):
-            out.append((rm * 16 * wm + 8 * (c // 2), rn * 8 * wn + c % 2))
-        return out
-    kw, wm, wn = layout.kwidth, *layout.parent.wpc
-    half = 4 * kw
-    words = 4 if layout.idx == 0 else 2
-    for rep, ks, w, e in itertools.product(range(outer), range(inner), range(words), range(kw)):
-        if layout.idx == 0:
-            out.append((rep * 16 * wm + 8 * (w % 2), ks * layout.k_step + (w // 2) * half + e))
-        else:
-            out.append((ks * layout.k_step + w * half + e, rep * 8 * wn))
-    return out
-
-
 # --------------------------------------------------------------------------- #
 # Choosing layouts
 # --------------------------------------------------------------------------- #
 
-def mma_layout(shape: tuple[int, int], num_warps: int) -> Mma:
-    """The accumulator layout for an ``[M, N]`` dot: warps doubled along the
-    dim with more instruction tiles left per warp (M's tiles are 16 tall,
-    N's 8 wide), never past the tile; warps left over hold copies."""
-    wm = wn = 1
-    while wm * wn < num_warps:
-        rows, cols = shape[0] // (16 * wm), shape[1] // (8 * wn)
-        if rows >= cols and rows >= 2:
-            wm *= 2
-        elif cols >= 2:
-            wn *= 2
-        else:
-            break
-    return Mma((wm, wn))
-
-
 def blocked_layout(shape: tuple[int, ...], order: tuple[int, ...], vector: int,
-                   num_warps: int, warp_size: int = 32) -> Blocked:
+                   num_warps: int, warp_size: int) -> Blocked:
     """A blocked layout for ``shape`` whose threads hold ``vector`` consecutive
     elements along ``order[0]`` (fewer if the tile is too small to give every
     thread that many), neighbouring lanes the neighbouring vectors, and warps

@@ -21,7 +21,7 @@ from typing import Any, NoReturn, Optional
 
 from tilec.ir.core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value
 from tilec.ir.ops import all_op_classes
-from tilec.ir.layouts import Blocked, DotOperand, Layout, Mma, Shared, Slice
+from tilec.ir.layouts import LAYOUT_WORDS, Layout
 from tilec.ir.types import SCALAR_TYPES, PointerType, ScalarType, TileType, Type
 
 
@@ -456,36 +456,33 @@ class _Parser:
         return TileType(tuple(dims), elem, layout)
 
     def layout(self) -> Layout:
-        """``blocked<[spt], [tpw], [wpc], [order]>``, ``slice<dim, layout>``,
-        ``mma<[wm, wn]>``, ``dot_op<idx, kwidth, mma<...>>`` or
-        ``shared<vec, per_phase, max_phase, [order]>``."""
-        tok = self.expect_kind("word", "a layout (`blocked<...>`, `slice<...>`, `mma<...>`, ...)")
+        """``word<field, ...>``: a layout class's ``WORD`` (``LAYOUT_WORDS``)
+        and its fields, each an int, an int list ``[...]`` or a layout, as the
+        class's ``from_text`` takes them (``blocked<[1, 4], [16, 2], [1, 4], [1, 0]>``,
+        ``slice<1, blocked<...>>``)."""
+        tok = self.expect_kind("word", "a layout (`blocked<...>`, `slice<...>`, ...)")
         if tok.text not in LAYOUT_WORDS:
             self.fail(f"unknown layout `{tok.text}`", tok)
         self.expect("<")
-        if tok.text in ("slice", "dot_op"):
-            ints = [self.int_word()]
-            self.expect(",")
-            if tok.text == "dot_op":
-                ints.append(self.int_word())
-                self.expect(",")
-            fields = ints + [self.layout()]
-            self.expect(">")
-        else:
-            fields = self.comma_list(lambda: self.int_list() if self.peek().text == "[" else self.int_word(), ">")
+        fields = self.comma_list(self.layout_field, ">")
         try:
-            if tok.text == "slice":
-                return Slice(fields[1], fields[0])
-            return LAYOUT_WORDS[tok.text](*fields)
+            return LAYOUT_WORDS[tok.text].from_text(fields)
         except (TypeError, ValueError) as e:
             self.fail(f"bad {tok.text} layout: {e}", tok)
+
+    def layout_field(self) -> Any:
+        tok = self.peek()
+        if tok.text == "[":
+            return self.int_list()
+        if tok.kind == "word" and tok.text in LAYOUT_WORDS:
+            return self.layout()
+        return self.int_word()
 
     def int_list(self) -> tuple[int, ...]:
         self.expect("[")
         return tuple(self.comma_list(self.int_word, "]"))
 
 
-LAYOUT_WORDS = {"blocked": Blocked, "slice": Slice, "mma": Mma, "dot_op": DotOperand, "shared": Shared}
 _WORD_CONSTANTS = {"true": True, "false": False, "none": None}
 
 

@@ -14,8 +14,8 @@ dimension (one entry for a scalar), three powers of two:
 
 Contiguity and constancy never exceed the dimension's size; divisibility is
 capped at ``2**30`` (a 0 counts as divisible by it).  This is Triton's AxisInfo
-idea; the codegen uses it to pick vector loads and stores (``vector_width``,
-``mask_vector_width``).
+idea; a backend's layout pass and the codegen use it to pick vector loads
+and stores (``vector_width``, ``mask_vector_width``).
 
 Rules are a table ``RULES: op class -> rule``, one small function each.  An op
 without a rule, and every value the rules cannot see through (loads,
@@ -29,8 +29,7 @@ tracks which values are known non-negative (unsigned types, ``arange`` from
 0, program ids, non-negative constants, and sums and products of such; like
 Triton, it assumes offsets arithmetic does not overflow a signed type).
 
-Not yet wired into any pipeline: the NVIDIA codegen that consumes it is the
-next step.  It is an analysis, so the IR is never changed.
+It is an analysis, so the IR is never changed.
 """
 from __future__ import annotations
 
@@ -59,9 +58,10 @@ class AxisInfo:
         return len(self.contiguity)
 
 
-def vector_width(info: AxisInfo, elem_bytes: int, dim: int, max_bytes: int = 16) -> int:
+def vector_width(info: AxisInfo, elem_bytes: int, dim: int, max_bytes: int) -> int:
     """How many consecutive elements along ``dim`` one thread may access as one
-    vector, for a pointer value with ``info`` (divisibility in bytes)."""
+    vector of at most ``max_bytes`` (the target's widest access), for a
+    pointer value with ``info`` (divisibility in bytes)."""
     by_alignment = max(1, info.divisibility[dim] // elem_bytes)
     return max(1, min(info.contiguity[dim], by_alignment, max(1, max_bytes // elem_bytes)))
 

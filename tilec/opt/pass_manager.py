@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Callable, Optional, Sequence
@@ -33,6 +34,10 @@ def roundtrip_requested() -> bool:
 
 
 def pass_name(p: Pass) -> str:
+    """The name the dump and errors give pass ``p``: a function's own, also
+    when its options are bound (``functools.partial(assign_layouts, num_warps=4)``)."""
+    while isinstance(p, functools.partial):
+        p = p.func
     return getattr(p, "__name__", type(p).__name__)
 
 

@@ -14,6 +14,19 @@ CODEGEN_OPT_LEVEL = 3
 
 
 @dataclass(frozen=True)
+class MatrixInstruction:
+    """A matrix multiply-accumulate a warp issues as one instruction:
+    ``acc[m, n] += a[m, k] @ b[k, n]``, ``a`` and ``b`` of element type
+    ``operand``, ``acc`` of ``accumulator`` (type names, as ``"f16"``)."""
+
+    operand: str
+    accumulator: str
+    m: int
+    n: int
+    k: int
+
+
+@dataclass(frozen=True)
 class Target:
     """One compilation target. Data only: code that needs a different value per
     target reads a field here instead of testing the target's name."""
@@ -29,6 +42,11 @@ class Target:
     max_vector_bytes: int = 16  # widest load or store one thread issues
     max_threads_per_block: int = 1024
     registers_per_block: int = 64 * 1024  # 32-bit registers a block may use in all
+    # the warp-wide matrix instructions a dot may run on (none: every dot on the FMA units)
+    matrix_instructions: tuple[MatrixInstruction, ...] = ()
+    # whether a thread can start copies from global to shared memory and wait
+    # for them later (``ir.gpu_ops``): software pipelining needs them
+    async_copies: bool = False
 
     def emit_assembly(self, llvm_ir: str) -> str:
         """Assembly text (PTX for NVPTX) for the module in `llvm_ir`.

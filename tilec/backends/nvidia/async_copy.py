@@ -23,7 +23,7 @@ from tilec import ir
 from tilec.codegen_llvm.elementwise import constant
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, coordinates, lowers
 from tilec.codegen_llvm.memory import _guarded, access_width
-from tilec.ir.layouts import DotOperand
+from tilec.ir.layouts_nvidia import DotOperand
 from tilec.backends.nvidia.mma import OperandReader, ldmatrix_fits, load_shared_tile, matrix_bytes, swizzled_offset
 from tilec.codegen_llvm.scalar_base import llvm_type
 

@@ -1,11 +1,14 @@
-"""Target lowering: give every tile a layout (``tilec.ir.layouts``), inserting
-``convert_layout`` where two layouts meet.
+"""The NVIDIA backend's target lowering: give every tile a layout
+(``tilec.ir.layouts``, the tensor cores' from ``tilec.ir.layouts_nvidia``),
+inserting ``convert_layout`` where two layouts meet.  The target's facts
+(``Target``: warp size, widest vector, matrix instructions) drive it.
 
 Three steps:
 
 1. *Preferred layouts*, one per tile shape, from the memory accesses of that
    shape: the axis analysis says along which dim the addresses run and how
-   many consecutive elements a thread may move as one 16-byte vector; the
+   many consecutive elements a thread may move as one vector (at most the
+   target's ``max_vector_bytes``); the
    layout gives each thread that many along that dim and neighbouring lanes
    the neighbouring vectors, so a warp's accesses coalesce.  An access whose
    addresses run along another dim than its shape's first access (kᵀ beside
@@ -33,25 +36,25 @@ from typing import Callable, Optional
 from tilec import ir
 from tilec.errors import CompilationError
 from tilec.ir.core import Block, Function, Op, Value, clone_op
-from tilec.ir.layouts import Blocked, DotOperand, Layout, Mma, Slice, blocked_layout, mma_layout
-from tilec.ir.types import TileType, bf16, elem_type, f16, f32, i8, i32, shape_of
+from tilec.ir.layouts import Blocked, Layout, Slice, blocked_layout
+from tilec.ir.layouts_nvidia import K_PER_KWIDTH, TILE_M, TILE_N, DotOperand, Mma, mma_layout
+from tilec.ir.types import SCALAR_TYPES, TileType, elem_type, f32, shape_of
 from tilec.opt.axis_info import analyze_axes, vector_width
-
-# The widest access one thread makes, in bytes (ld.global.v4.b32).
-MAX_VECTOR_BYTES = 16
+from tilec.targets.base import MatrixInstruction, Target
 
 MEMORY_OPS = (ir.Load, ir.Store, ir.AtomicRMW, ir.AtomicCAS)
 # Ops whose codegen goes through shared memory: any operand layout will do.
 SHARED_MEMORY_OPS = (ir.Dot, ir.Reshape, ir.Permute, ir.Join, ir.Split)
 
 
-def assign_layouts(fn: Function, num_warps: int, warp_size: int = 32) -> Function:
+def assign_layouts(fn: Function, num_warps: int, target: Target) -> Function:
     """A copy of ``fn`` in which every tile type has a layout for ``num_warps``
-    warps of ``warp_size`` threads."""
+    warps of ``target.warp_size`` threads, chosen from ``target``'s facts
+    (its widest vector access, its matrix instructions)."""
     for op in ir.walk(fn.body):
         for v in op.results:
             _check_power_of_two(fn, op, v)
-    prefs = _PreferredLayouts(fn, num_warps, warp_size)
+    prefs = _PreferredLayouts(fn, num_warps, target)
     prefs.mma_along_m = any(op.a in dot_derived(fn, prefs) for op in ir.walk(fn.body) if isinstance(op, ir.Dot))
     derived = dot_derived(fn, prefs)  # with the warp grids just chosen
     carried: dict[Value, Layout] = {}
@@ -81,7 +84,7 @@ def dot_derived(fn: Function, prefs: "_PreferredLayouts") -> dict[Value, Layout]
 
     def layout_of(op: Op) -> Optional[Layout]:
         if isinstance(op, ir.Dot):
-            mma = tensor_core_layouts(op, prefs.num_warps, prefs.mma_along_m)
+            mma = tensor_core_layouts(op, prefs.num_warps, prefs.target, prefs.mma_along_m)
             return mma[2] if mma else None
         src = next((derived[v] for v in op.operands if v in derived), None)
         if src is None:
@@ -132,8 +135,8 @@ class _PreferredLayouts:
     """``prefs[shape]``: the layout tiles of ``shape`` get unless something
     says otherwise; ``prefs.access(op)``: the one memory op ``op`` coalesces in."""
 
-    def __init__(self, fn: Function, num_warps: int, warp_size: int):
-        self.num_warps, self.warp_size = num_warps, warp_size
+    def __init__(self, fn: Function, num_warps: int, target: Target):
+        self.num_warps, self.target = num_warps, target
         self.mma_along_m = False  # warps own whole rows of every dot's result (chained dots)
         self.by_shape: dict[tuple, Blocked] = {}
         axes = analyze_axes(fn)
@@ -141,16 +144,16 @@ class _PreferredLayouts:
         accesses: dict[Op, tuple] = {}
         for op in ir.walk(fn.body):
             if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
-                order, vector = accesses[op] = _access_shape(op.ptr, axes)
+                order, vector = accesses[op] = _access_shape(op.ptr, axes, target.max_vector_bytes)
                 shape = op.ptr.type.shape
                 first = wishes.setdefault(shape, (order, vector))
                 if first[0] == order:
                     wishes[shape] = (order, max(first[1], vector))
         for shape, (order, vector) in wishes.items():
-            self.by_shape[shape] = blocked_layout(shape, order, vector, num_warps, warp_size)
+            self.by_shape[shape] = blocked_layout(shape, order, vector, num_warps, target.warp_size)
         # an access along another dim than its shape's first one (kᵀ beside q) gets its own
         self.by_access: dict[Op, Blocked] = {
-            op: blocked_layout(op.ptr.type.shape, order, vector, num_warps, warp_size)
+            op: blocked_layout(op.ptr.type.shape, order, vector, num_warps, target.warp_size)
             for op, (order, vector) in accesses.items() if order != self.by_shape[op.ptr.type.shape].order}
 
     def access(self, op: Op) -> Blocked:
@@ -161,18 +164,19 @@ class _PreferredLayouts:
         got = self.by_shape.get(shape)
         if got is None:
             order = tuple(reversed(range(len(shape))))
-            got = self.by_shape[shape] = blocked_layout(shape, order, 4, self.num_warps, self.warp_size)
+            got = self.by_shape[shape] = blocked_layout(shape, order, 4, self.num_warps, self.target.warp_size)
         return got
 
 
-def _access_shape(ptr: Value, axes: dict) -> tuple[tuple[int, ...], int]:
-    """(dims fastest first, elements per vector) for a tile of pointers: the
-    dim with the longest contiguous runs first (the last dim on a tie)."""
+def _access_shape(ptr: Value, axes: dict, max_vector_bytes: int) -> tuple[tuple[int, ...], int]:
+    """(dims fastest first, elements per vector of at most ``max_vector_bytes``)
+    for a tile of pointers: the dim with the longest contiguous runs first
+    (the last dim on a tie)."""
     info = axes[ptr]
     rank = info.rank
     order = tuple(sorted(range(rank), key=lambda d: (-info.contiguity[d], -d)))
     elem_bytes = elem_type(ptr.type).elem.bytes
-    return order, vector_width(info, elem_bytes, order[0], MAX_VECTOR_BYTES)
+    return order, vector_width(info, elem_bytes, order[0], max_vector_bytes)
 
 
 # --------------------------------------------------------------------------- #
@@ -217,7 +221,7 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
             return []
         return [(op.src, Slice(_blocked_or(want_of(op.result), prefs, op.result), op.axis))]
     if isinstance(op, ir.Dot):
-        mma = tensor_core_layouts(op, prefs.num_warps, prefs.mma_along_m)
+        mma = tensor_core_layouts(op, prefs.num_warps, prefs.target, prefs.mma_along_m)
         return list(zip((op.a, op.b, op.acc), mma)) if mma else []
     if isinstance(op, ir.Broadcast):
         return [(op.src, _blocked_or(want_of(op.result), prefs, op.result))]
@@ -254,27 +258,33 @@ def is_accumulator_family(layout: Optional[Layout]) -> bool:
     return isinstance(layout, Mma)
 
 
-def tensor_core_layouts(op: ir.Dot, num_warps: int,
+def tensor_core_layouts(op: ir.Dot, num_warps: int, target: Target,
                         along_m: bool = False) -> Optional[tuple[DotOperand, DotOperand, Mma]]:
-    """The ``(a, b, acc)`` layouts of ``op`` on the tensor cores (``mma.sync``),
-    or None when it runs on the FMA units: batched dots, tiles smaller than
-    one instruction, and element types without an instruction (f64, f32 with
-    ``input_precision`` other than ``"tf32"``).  ``along_m``: every warp
-    owns whole rows (chained dots: a row of the first result is a row of the
-    second's ``a``, so no warp needs another's elements)."""
-    a_elem, c_elem = elem_type(op.a.type), elem_type(op.acc.type)
-    kwidth = _MMA_KWIDTH.get((a_elem, c_elem))
-    if kwidth is None or (a_elem == f32 and op.input_precision != "tf32") or len(op.a.type.shape) != 2:
+    """The ``(a, b, acc)`` layouts of ``op`` on the tensor cores (one of
+    ``target.matrix_instructions``), or None when it runs on the FMA units:
+    batched dots, tiles smaller than one instruction, and element types
+    without an instruction (f64, f32 with ``input_precision`` other than
+    ``"tf32"``).  ``along_m``: every warp owns whole rows (chained dots: a
+    row of the first result is a row of the second's ``a``, so no warp needs
+    another's elements)."""
+    a_elem = elem_type(op.a.type)
+    inst = matrix_instruction(target, a_elem, elem_type(op.acc.type))
+    if inst is None or (a_elem == f32 and op.input_precision != "tf32") or len(op.a.type.shape) != 2:
         return None
     (m, k), n = op.a.type.shape, op.b.type.shape[1]
-    if m < 16 or n < 8 or k < 8 * kwidth:
+    if m < inst.m or n < inst.n or k < inst.k:
         return None
-    mma = Mma((max(1, min(num_warps, m // 16)), 1)) if along_m else mma_layout((m, n), num_warps)
+    mma = Mma((max(1, min(num_warps, m // inst.m)), 1)) if along_m else mma_layout((m, n), num_warps)
+    kwidth = inst.k // K_PER_KWIDTH
     return DotOperand(0, kwidth, mma), DotOperand(1, kwidth, mma), mma
 
 
-# (operand, accumulator) element types -> k elements per 32-bit operand register
-_MMA_KWIDTH = {(f16, f32): 2, (bf16, f32): 2, (f16, f16): 2, (f32, f32): 1, (i8, i32): 4}
+def matrix_instruction(target: Target, operand, accumulator) -> Optional[MatrixInstruction]:
+    """``target``'s matrix instruction for ``operand`` and ``accumulator``
+    element types, if any of the 16x8 accumulator tiles ``Mma`` describes."""
+    return next((inst for inst in target.matrix_instructions
+                 if (inst.m, inst.n) == (TILE_M, TILE_N) and SCALAR_TYPES[inst.operand] == operand
+                 and SCALAR_TYPES[inst.accumulator] == accumulator), None)
 
 
 def _is_elementwise(op: Op) -> bool:
@@ -467,7 +477,7 @@ def _reduce(a: _Assigner, op: ir.Reduce) -> None:
 def _scan(a: _Assigner, op: ir.Scan) -> None:
     """The scanned axis whole inside each thread: the codegen scans registers."""
     shape = op.srcs[0].type.shape
-    layout = scan_layout(shape, op.axis, a.prefs.num_warps, a.prefs.warp_size)
+    layout = scan_layout(shape, op.axis, a.prefs.num_warps, a.prefs.target.warp_size)
     a.emit(op, {"srcs": [a.get(v, layout) for v in op.srcs]}, [layout] * len(op.results),
            combine=a.block(op.combine, [x.type for x in op.combine.args]))
 
@@ -485,7 +495,7 @@ def _dot(a: _Assigner, op: ir.Dot) -> None:
     """On the tensor cores: operands in their ``DotOperand`` layouts, the
     result in the ``Mma`` one.  On the FMA units (the codegen stages both
     operands in shared memory): operands as they are."""
-    mma = tensor_core_layouts(op, a.prefs.num_warps, a.prefs.mma_along_m)
+    mma = tensor_core_layouts(op, a.prefs.num_warps, a.prefs.target, a.prefs.mma_along_m)
     if mma:
         a_layout, b_layout, layout = mma
         a.emit(op, {"a": a.get(op.a, a_layout), "b": a.get(op.b, b_layout), "acc": a.get(op.acc, layout)}, [layout])

@@ -1,7 +1,7 @@
 """The tensor cores: ``dot`` on ``mma.sync``, and operands read from shared
 memory with ``ldmatrix``.
 
-Layouts (``tilec.ir.layouts``): the accumulator is ``Mma``, the operands are
+Layouts (``tilec.ir.layouts_nvidia``): the accumulator is ``Mma``, the operands are
 ``DotOperand``; both put a thread's elements where the instruction wants its
 registers, so a ``dot`` is only a loop of instructions over the register
 lists.  An operand reaches its layout from a swizzled shared-memory matrix
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from llvmlite import ir as llir
 
 from tilec import ir
-from tilec.ir.layouts import Blocked, DotOperand, Mma, Shared, exact_log2, mma_grid, root_layout, swizzled_layout
+from tilec.ir.layouts import Blocked, Shared, exact_log2, root_layout
+from tilec.ir.layouts_nvidia import DotOperand, Mma, mma_grid, swizzled_layout
 from tilec.ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, layout_coordinates
 from tilec.codegen_llvm.memory import _from_memory, _to_memory

@@ -1,5 +1,6 @@
-"""Software pipelining of ``for`` loops that feed the tensor cores (target
-lowering, after layout assignment).
+"""Software pipelining of ``for`` loops that feed the tensor cores (the NVIDIA
+backend's target lowering, after layout assignment), on targets with
+asynchronous copies (``Target.async_copies``: ``cp.async``).
 
 A K loop loads tiles and converts them to ``DotOperand`` layouts for a
 ``dot``.  With ``num_stages = S`` the loads of iteration ``i + S - 1`` are
@@ -69,19 +70,21 @@ from typing import Optional
 from tilec import ir
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Function, Op, Value, clone_op
-from tilec.ir.layouts import Blocked, DotOperand, swizzled_layout
+from tilec.ir.layouts import Blocked
+from tilec.ir.layouts_nvidia import DotOperand, swizzled_layout
 from tilec.ir.types import TileType, i1, i32, with_elem
 from tilec.opt.rewrite import NOT_CONSTANT, constant_value, rebuild
+from tilec.targets.base import Target
 
 
 class NotPipelinable(Exception):
     """Why a loop is left as it is (the module docstring lists the reasons)."""
 
 
-def pipeline_loops(fn: Function, num_stages: int) -> Function:
+def pipeline_loops(fn: Function, num_stages: int, target: Target) -> Function:
     """``fn`` with every loop that qualifies pipelined over ``num_stages``
-    stages (``num_stages < 2``: unchanged)."""
-    if num_stages < 2:
+    stages (``num_stages < 2``, or a target without asynchronous copies: unchanged)."""
+    if num_stages < 2 or not target.async_copies:
         return fn
     users = _users(fn.body)
 

@@ -17,6 +17,7 @@ stage's output to a file as it is made (``dump.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Optional
 
 from tilec.errors import OutOfResources, TilecError
@@ -50,21 +51,28 @@ class Build:
 def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (coalesced global accesses, tensor
     cores for dots), its dot-feeding loop loads software-pipelined over
-    ``num_stages`` shared-memory slots."""
-    from tilec.opt.cse import eliminate_common_subexpressions
+    ``num_stages`` shared-memory slots.  The passes run through the
+    ``PassManager``, bound to the build's options and target: ``TILEC_DUMP=ir``
+    shows the IR after each, and under ``TILEC_CHECK=1`` each is verified and
+    the result survives its text form (as in ``optimize``)."""
     from tilec.backends.nvidia.layouts import assign_layouts
-    from tilec.opt.licm import hoist_loop_invariants
     from tilec.backends.nvidia.pipeline import pipeline_loops
+    from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
+    from tilec.opt.pass_manager import roundtrip_requested
 
-    with_layouts = assign_layouts(fn, build.options.num_warps, build.target.warp_size)
-    check_ir(with_layouts)
-    # conversions of loop-invariant values (a dot operand loaded before the loop)
-    # leave it, and one value converted the same way twice (q for each of two
-    # loops, an arange made again in one layout) is converted once
-    hoisted = eliminate_common_subexpressions(hoist_loop_invariants(with_layouts))
-    pipelined = pipeline_loops(hoisted, build.options.num_stages)
-    check_ir(pipelined)
-    return pipelined
+    options = build.options
+    passes = [
+        partial(assign_layouts, num_warps=options.num_warps, target=build.target),
+        # conversions of loop-invariant values (a dot operand loaded before the loop)
+        # leave it, and one value converted the same way twice (q for each of two
+        # loops, an arange made again in one layout) is converted once
+        hoist_loop_invariants,
+        eliminate_common_subexpressions,
+        partial(pipeline_loops, num_stages=options.num_stages, target=build.target),
+    ]
+    lowered = PassManager(passes, verify=roundtrip_requested()).run(fn)
+    check_ir(lowered)
+    return lowered
 
 
 def lower_to_llvm(fn: Function, build: Build) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from tilec.targets.base import Target, llvm_data_layout
+from tilec.targets.base import MatrixInstruction, Target, llvm_data_layout
 
 TRIPLE = "nvptx64-nvidia-cuda"
 WARP_SIZE = 32
@@ -15,6 +15,13 @@ MAX_THREADS_PER_BLOCK = 1024
 REGISTERS_PER_BLOCK = 64 * 1024
 # A thread's widest global or shared access: ld/st.v4.b32.
 MAX_VECTOR_BYTES = 16
+
+# The tensor cores' mma.sync.m16n8kK, by (operand, accumulator) element types:
+# a row of `a` spans eight 32-bit words (K = 16 halves, 8 tf32s from f32 operands, 32 bytes).
+MMA_INSTRUCTIONS = tuple(MatrixInstruction(a, acc, 16, 8, k) for a, acc, k in (
+    ("f16", "f32", 16), ("bf16", "f32", 16), ("f16", "f16", 16), ("f32", "f32", 8), ("i8", "i32", 32)))
+# cp.async (sm_80 on): global -> shared copies a thread waits for later.
+ASYNC_COPIES = True
 
 # PTX ISA 8.5 (CUDA 12.5): new enough for every sm_90/sm_90a instruction we
 # emit, old enough for any CUDA 12.5+ driver and ptxas to accept. A newer ISA
@@ -58,6 +65,8 @@ def nvptx_target(arch: str) -> Target:
         max_vector_bytes=MAX_VECTOR_BYTES,
         max_threads_per_block=MAX_THREADS_PER_BLOCK,
         registers_per_block=REGISTERS_PER_BLOCK,
+        matrix_instructions=MMA_INSTRUCTIONS,
+        async_copies=ASYNC_COPIES,
     )
 
 
