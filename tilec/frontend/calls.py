@@ -14,7 +14,7 @@ from typing import Any, NoReturn, Optional
 import tilec.frontend.tl_ops as tbuiltins
 import tilec.language as tl
 from tilec.frontend import semantic
-from tilec.frontend.common import is_constexpr_annotation, is_tensor, parse_function, unwrap
+from tilec.frontend.common import is_constexpr_annotation, is_tensor, unwrap, walkable_source
 
 # Python builtins a kernel may call on compile-time values, with the advice
 # given when one is called on a tensor.
@@ -56,7 +56,7 @@ class CallsMixin:
         scope = self.bind_params(pyfn, args, kwargs or {})
         self.inlining.append(pyfn)
         try:
-            return self.walk_function(pyfn, parse_function(pyfn), scope)
+            return self.walk_function(pyfn, walkable_source(pyfn), scope)
         finally:
             self.inlining.pop()
 
