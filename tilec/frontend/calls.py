@@ -14,7 +14,7 @@ from typing import Any, NoReturn, Optional
 import tilec.frontend.tl_ops as tbuiltins
 import tilec.language as tl
 from tilec.frontend import semantic
-from tilec.frontend.common import is_constexpr_annotation, is_tensor, unwrap, walkable_source
+from tilec.frontend.common import bind_arguments, is_constexpr_annotation, is_tensor, unwrap, walkable_source
 
 # Python builtins a kernel may call on compile-time values, with the advice
 # given when one is called on a tensor.
@@ -63,12 +63,7 @@ class CallsMixin:
     def bind_params(self, pyfn, args: list, kwargs: dict) -> dict[str, Any]:
         """The inlined function's initial scope: arguments bound with defaults applied."""
         sig = inspect.signature(pyfn)
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            self.error(f"bad arguments for `{pyfn.__name__}`: {e}")
-        bound.apply_defaults()
-        scope = {name: unwrap(v) for name, v in bound.arguments.items()}
+        scope = {name: unwrap(v) for name, v in bind_arguments(self, sig, pyfn.__name__, args, kwargs).items()}
         for name, value in scope.items():
             param = sig.parameters[name]
             if param.kind is param.VAR_KEYWORD:

@@ -34,6 +34,18 @@ def walkable_source(pyfn) -> FunctionSource:
     return source
 
 
+def bind_arguments(ctx, signature: inspect.Signature, name: str, args: list, kwargs: dict) -> dict[str, Any]:
+    """``args`` and ``kwargs`` bound to ``signature`` by name, defaults applied
+    (a ``tl`` function's or an inlined function's); a bad call is the user's
+    error at their line (``ctx.error``), quoting the signature."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as e:
+        ctx.error(f"bad call of `{name}`: {e}; the signature is {name}{signature}")
+    bound.apply_defaults()
+    return bound.arguments
+
+
 def not_compilable(pyfn) -> Optional[str]:
     """Why a Python function cannot be walked as a kernel body, or None."""
     if pyfn.__name__ == "<lambda>":  # its source is an expression inside some other line

@@ -21,6 +21,7 @@ from tilec import ir
 from tilec import language as tl
 from tilec.frontend.semantic import BoundMethod, Tensor, TypingError, broadcast_to, cast_to, constant, describe, dtype_name, emit, to_ir_type, to_tensor
 from tilec.frontend import semantic
+from tilec.frontend.common import bind_arguments
 
 BUILTINS: dict[Callable, Callable] = {}
 
@@ -41,14 +42,9 @@ def call_builtin(ctx, fn, args: list, kwargs: dict) -> Any:
     impl = BUILTINS.get(fn)
     if impl is None:
         ctx.error(f"`{name}` is not supported yet")
-    signature = inspect.signature(fn)
+    arguments = bind_arguments(ctx, inspect.signature(fn), name, args, kwargs)
     try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as e:
-        ctx.error(f"bad call of `{name}`: {e}; the signature is {name}{signature}")
-    bound.apply_defaults()
-    try:
-        return impl(ctx, **bound.arguments)
+        return impl(ctx, **arguments)
     except TypingError as e:
         ctx.error(str(e))
 
