@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from tilec import language as tl
-from tilec.environment import dump_names
+from tilec.environment import cache_dir, cache_enabled, check_enabled, dump_names
 from tilec.frontend.source import FunctionSource, closure_values, read_source
 from tilec.launch.args import KernelArg
 from tilec.launch.cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
@@ -74,24 +74,6 @@ class Uncacheable(Exception):
 # --------------------------------------------------------------------------- #
 # Where, and whether
 # --------------------------------------------------------------------------- #
-
-def enabled() -> bool:
-    """False under ``TILEC_CACHE=0`` (or ``off``, ``false``, ``no``)."""
-    return os.environ.get("TILEC_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
-
-
-def cache_dir() -> Path:
-    """``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``.  Nothing is created here
-    (a write makes the folders it needs), so looking never changes the disk;
-    an OSError when there is no home folder to put it in."""
-    configured = os.environ.get("TILEC_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    try:
-        return Path.home() / ".cache" / "tilec"
-    except RuntimeError as e:  # no $HOME and no password entry
-        raise OSError(f"no home folder for the cache ({e}); set TILEC_CACHE_DIR") from None
-
 
 def problem(path: Path) -> Optional[str]:
     """Why the cache folder ``path`` cannot be used, as far as can be told without
@@ -445,9 +427,9 @@ def bypassed() -> Optional[str]:
     mode that watches the compiler work -- ``TILEC_CHECK`` (verify every kernel
     as built) and ``TILEC_DUMP`` (print or write its stages) -- which a cached
     kernel would skip.  The test suite runs under ``TILEC_CHECK=1``."""
-    if not enabled():
+    if not cache_enabled():
         return "TILEC_CACHE=0"
-    if os.environ.get("TILEC_CHECK", "") not in ("", "0"):
+    if check_enabled():
         return "TILEC_CHECK is set"
     return "TILEC_DUMP is set" if dump_names() else None
 
