@@ -1,17 +1,18 @@
-"""The front end: a kernel's Python AST -> tile IR.
+"""The front end's entry point: a kernel's Python AST -> tile IR.
 
-``build_ir(pyfn, specs)`` parses the kernel's source and walks it with one
-``ast.NodeVisitor`` (``CodeGenerator``) that builds IR as it goes.  Values
-during the walk are either ``semantic.Tensor`` (a wrapped ``ir.Value``) or
-plain Python objects: the constexprs (ints, floats, bools, strings, None,
-``tl`` dtypes, tuples, functions and modules).
+``build_ir(pyfn, specs)`` reads the kernel's source and walks it with one
+``ast.NodeVisitor`` (``CodeGenerator``) that builds IR as it goes; the rest of
+the front end is the package ``tilec.frontend`` (its ``__init__`` says which
+module does what).  Values during the walk are either ``semantic.Tensor`` (a
+wrapped ``ir.Value``) or plain Python objects: the constexprs (ints, floats,
+bools, strings, None, ``tl`` dtypes, tuples, functions and modules).
 
 * Expressions whose operands are all Python values are evaluated at compile
   time with Python's semantics (as Triton does for constexprs); operators on
-  tensors go to ``semantic``.
-* Calls (``ast_calls.py``): nested ``@jit`` functions are inlined at the
-  call with a fresh scope; ``tl.*`` stubs go to ``builtins``.
-* Control flow (``ast_control.py``) becomes structured ``for``/``if``/``while``.
+  tensors go to ``frontend/semantic.py``.
+* Calls (``frontend/calls.py``): nested ``@jit`` functions are inlined at the
+  call with a fresh scope; ``tl.*`` stubs go to ``frontend/tl_ops.py``.
+* Control flow (``frontend/control.py``) becomes structured ``for``/``if``/``while``.
 * Every op gets the location of the AST node being visited, and every user
   mistake raises ``CompilationError`` at that node, quoting the line.
 
@@ -136,7 +137,7 @@ class _Frame:
 
 
 class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
-    """Walks a kernel's AST, building IR; also the ``ctx`` handed to ``semantic``/``builtins``."""
+    """Walks a kernel's AST, building IR; also the ``ctx`` handed to ``semantic`` and the ``tl_*`` modules."""
 
     def __init__(self, kernel_name: str):
         self.kernel_name = kernel_name
@@ -193,7 +194,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         finally:
             self.frame = saved
 
-    # --- the context interface semantic/builtins use -------------------------
+    # --- the context interface semantic and the tl_* modules use ---------------
     def error(self, msg: str, node: Optional[ast.AST] = None) -> NoReturn:
         """Raise ``CompilationError`` at ``node`` (default: the node being visited).
 

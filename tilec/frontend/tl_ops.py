@@ -9,8 +9,8 @@ defaults live in one place) and passed to the implementation by name:
 the user's line through ``ctx.error``.
 
 This file holds the registry, argument helpers, program geometry, tile
-creation, casts, memory, atomics and debugging; ``builtins_math``,
-``builtins_shape`` and ``builtins_reduce`` hold the rest.
+creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_shape``
+and ``tl_reduce`` hold the rest.
 """
 from __future__ import annotations
 
@@ -392,5 +392,5 @@ def _next_power_of_2(ctx, n):
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-# The other builtins register themselves on import.
-from tilec.frontend import tl_math as builtins_math, tl_reduce as builtins_reduce, tl_shape as builtins_shape  # noqa: E402,F401
+# The other tl_* modules register their functions on import.
+from tilec.frontend import tl_math, tl_reduce, tl_shape  # noqa: E402,F401
