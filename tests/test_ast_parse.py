@@ -698,3 +698,34 @@ def test_specs_must_match_the_parameters():
         build_ir(located, [ArgSpec("y", P_F32)])
     with pytest.raises(TypeError, match="is tl.constexpr but has a runtime spec"):
         build_ir(pick_branch, [ArgSpec("x_ptr", P_F32), ArgSpec("FLAG", ir.i1)])
+
+
+# --- the package and its source reader ----------------------------------------
+def test_no_front_end_module_is_named_like_a_standard_library_one():
+    import pkgutil
+    import sys
+
+    import tilec.frontend
+
+    names = {m.name for m in pkgutil.iter_modules(tilec.frontend.__path__)}
+    assert names and names.isdisjoint(sys.stdlib_module_names)
+
+
+def test_a_function_is_read_once_for_the_front_end_the_cache_and_src():
+    from tilec.frontend.source import closure_values, read_source
+    from tilec.launch import cache
+
+    scale = 3.0
+
+    @tilec.jit
+    def nested(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) * scale)  # MARK
+
+    source = read_source(nested.fn)
+    assert source is read_source(nested.fn) and source.file == __file__
+    assert source.text.lstrip().startswith("@tilec.jit") and nested.src.startswith("def nested(x_ptr):\n")
+    store = source.function_def.body[0]
+    assert (source.loc(store).line, source.loc(store).col) == (line_of(nested.fn, "MARK"), source.indent + 4)
+    assert closure_values(nested.fn) == {"scale": 3.0}
+    refs = {(r.name, r.attrs, r.in_closure) for r in cache.outside_references(nested.fn)}
+    assert refs == {("tl", ("store",), False), ("tl", ("load",), False), ("scale", (), True)}

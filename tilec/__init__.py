@@ -9,7 +9,7 @@
         tl.store(out + offs, tl.load(x + offs, mask=offs < n) + tl.load(y + offs, mask=offs < n), mask=offs < n)
 
     add[(tilec.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)   # numpy arrays: the host; torch CUDA tensors: the GPU
-    add.compile(x, y, out, n, BLOCK=1024, target="sm_90").asm["ptx"]   # ahead of time, no GPU needed
+    add.compile(x, y, out, n, BLOCK=1024, target=arch).asm   # ahead of time, no GPU needed: every stage's text
 
 Importing tilec is cheap: the front end, the interpreter and LLVM load on first use.
 """

@@ -1,17 +1,18 @@
-"""The front end: a kernel's Python AST -> tile IR.
+"""The front end's entry point: a kernel's Python AST -> tile IR.
 
-``build_ir(pyfn, specs)`` parses the kernel's source and walks it with one
-``ast.NodeVisitor`` (``CodeGenerator``) that builds IR as it goes.  Values
-during the walk are either ``semantic.Tensor`` (a wrapped ``ir.Value``) or
-plain Python objects: the constexprs (ints, floats, bools, strings, None,
-``tl`` dtypes, tuples, functions and modules).
+``build_ir(pyfn, specs)`` reads the kernel's source and walks it with one
+``ast.NodeVisitor`` (``CodeGenerator``) that builds IR as it goes; the rest of
+the front end is the package ``tilec.frontend`` (its ``__init__`` says which
+module does what).  Values during the walk are either ``semantic.Tensor`` (a
+wrapped ``ir.Value``) or plain Python objects: the constexprs (ints, floats,
+bools, strings, None, ``tl`` dtypes, tuples, functions and modules).
 
 * Expressions whose operands are all Python values are evaluated at compile
   time with Python's semantics (as Triton does for constexprs); operators on
-  tensors go to ``semantic``.
-* Calls (``ast_calls.py``): nested ``@jit`` functions are inlined at the
-  call with a fresh scope; ``tl.*`` stubs go to ``builtins``.
-* Control flow (``ast_control.py``) becomes structured ``for``/``if``/``while``.
+  tensors go to ``frontend/semantic.py``.
+* Calls (``frontend/calls.py``): nested ``@jit`` functions are inlined at the
+  call with a fresh scope; ``tl.*`` stubs go to ``frontend/tl_ops.py``.
+* Control flow (``frontend/control.py``) becomes structured ``for``/``if``/``while``.
 * Every op gets the location of the AST node being visited, and every user
   mistake raises ``CompilationError`` at that node, quoting the line.
 
@@ -32,11 +33,12 @@ from typing import Any, NoReturn, Optional
 from tilec import ir
 from tilec.frontend import semantic
 from tilec.frontend.calls import PY_NAMES, CallsMixin, tl_equivalent
-from tilec.frontend.common import FunctionSource, closure_vars, is_compile_time, is_constexpr_annotation, is_tensor, parse_function, unwrap
+from tilec.frontend.common import is_compile_time, is_constexpr_annotation, is_tensor, unwrap, walkable_source
+from tilec.frontend.source import FunctionSource, closure_values
 from tilec.frontend.control import RETURN_SLOT, ControlFlowMixin, normalize_returns
 from tilec.errors import CompilationError, TilecError
 
-__all__ = ["ArgSpec", "CodeGenerator", "FunctionSource", "build_ir", "parse_function"]
+__all__ = ["ArgSpec", "CodeGenerator", "FunctionSource", "build_ir"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ class _Frame:
 
 
 class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
-    """Walks a kernel's AST, building IR; also the ``ctx`` handed to ``semantic``/``builtins``."""
+    """Walks a kernel's AST, building IR; also the ``ctx`` handed to ``semantic`` and the ``tl_*`` modules."""
 
     def __init__(self, kernel_name: str):
         self.kernel_name = kernel_name
@@ -146,8 +148,8 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
 
     # --- entry points --------------------------------------------------------
     def build_kernel(self, pyfn, specs: list[ArgSpec]) -> ir.Function:
-        source = parse_function(pyfn)
-        fn = ir.Function(self.kernel_name, ir.Block(), loc=source.loc(source.tree))
+        source = walkable_source(pyfn)
+        fn = ir.Function(self.kernel_name, ir.Block(), loc=source.loc(source.function_def))
         self.builder.block = fn.body
         params = inspect.signature(pyfn).parameters
         scope = {spec.name: self.kernel_arg_value(fn, spec, params[spec.name])
@@ -187,12 +189,12 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         call_site = self.builder.loc if self.frame else None
         saved, self.frame = self.frame, _Frame(pyfn, source, scope, self.frame, call_site)
         try:
-            self.visit_block(normalize_returns(source.tree.body))
+            self.visit_block(normalize_returns(source.function_def.body))
             return self.frame.scope.get(RETURN_SLOT)
         finally:
             self.frame = saved
 
-    # --- the context interface semantic/builtins use -------------------------
+    # --- the context interface semantic and the tl_* modules use ---------------
     def error(self, msg: str, node: Optional[ast.AST] = None) -> NoReturn:
         """Raise ``CompilationError`` at ``node`` (default: the node being visited).
 
@@ -205,7 +207,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def make_error(self, msg: str, node: Optional[ast.AST] = None) -> CompilationError:
         node = node or self.node
         source = self.frame.source
-        loc = source.loc(node) if node is not None and hasattr(node, "lineno") else source.loc(source.tree)
+        loc = source.loc(node) if node is not None and hasattr(node, "lineno") else source.loc(source.function_def)
         return CompilationError(loc.file, loc.line, loc.col, msg + self.call_sites(), kernel=self.kernel_name)
 
     def call_sites(self) -> str:
@@ -249,7 +251,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         if name in self.frame.scope:
             return self.frame.scope[name]
         pyfn = self.frame.pyfn
-        for table, kind in ((closure_vars(pyfn), "closure variable"), (pyfn.__globals__, "global")):
+        for table, kind in ((closure_values(pyfn), "closure variable"), (pyfn.__globals__, "global")):
             if name in table:
                 return self.compile_time(table[name], f"{kind} `{name}`")
         if name in PY_NAMES:

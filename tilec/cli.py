@@ -29,6 +29,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from tilec.environment import cache_enabled
 from tilec.errors import TilecError
 from tilec.ir.types import ScalarType
 from tilec.launch.args import ELEM_TYPES
@@ -354,7 +355,7 @@ def cache_summary() -> str:
     trouble = cache.problem(directory)
     if trouble:
         return f"{directory} (cannot be used: {trouble}; tilec works without a disk cache)"
-    if not cache.enabled():
+    if not cache_enabled():
         return f"{directory} (off: TILEC_CACHE=0)"
     return str(directory) if directory.exists() else f"{directory} (empty: nothing cached yet)"
 

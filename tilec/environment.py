@@ -1,16 +1,21 @@
-"""The ``TILEC_*`` environment variables whose meaning several rooms share,
-each parsed here once, so that every room reads it alike.  This is the lowest
-room (it imports only ``errors``): the optimizer and the launcher both ask it.
+"""Every ``TILEC_*`` environment variable tilec reads, one function each.
 
-``TILEC_DUMP``: a comma-separated list of the compile stages to write as files
-(``STAGES``, ``all`` for every one: ``launch/dump.py``) and ``ir``, the IR after
-every pass on stderr (``opt/pass_manager.py``); unset, empty or ``0`` is none.
-Any other name (``1``, ``llvm``, a typo) is an error listing the valid ones,
-never silently nothing.
+No other module reads one (``tests/test_environment.py`` checks): a room that
+needs a setting calls its function here, and a backend asks ``toolchain_file``
+for the variables that name its tools.  Each function reads the variable when
+it is called, never at import, says what the variable means, which values it
+takes and its default, and turns a value it does not take into a
+``TilecError`` that names the variable and what it takes, never silently
+something else.  docs/environment.md is the user's page of the same.
+
+This is the lowest room: it imports nothing of tilec but ``errors``, so that
+every room may ask it.
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Optional
 
 from tilec.errors import TilecError
 
@@ -19,10 +24,68 @@ STAGES = ("tir", "tir-opt", "tir-gpu", "llir", "ptx", "cubin", "metadata")
 #: Every name ``TILEC_DUMP`` takes, in the order its error lists them.
 DUMP_NAMES = (*STAGES, "ir", "all")
 
+#: What a flag (``TILEC_CHECK``, ``TILEC_SYNC``...) takes, any case, blanks around ignored.
+FLAG_ON = ("1", "on", "true", "yes")
+FLAG_OFF = ("0", "off", "false", "no")
+
+
+def _flag(name: str, default: bool) -> bool:
+    """The flag ``name``: ``FLAG_ON`` or ``FLAG_OFF``; unset or empty is ``default``."""
+    text = os.environ.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text not in FLAG_ON + FLAG_OFF:
+        raise TilecError(f"{name}={os.environ[name]}: not a flag's value; {name} takes "
+                         f"{', '.join(FLAG_ON)} to turn it on and {', '.join(FLAG_OFF)} or nothing to turn it off")
+    return text in FLAG_ON
+
+
+def _path(name: str) -> Optional[Path]:
+    """The path ``name`` holds; None when it is unset or empty."""
+    text = os.environ.get(name, "")
+    return Path(text) if text else None
+
+
+# --------------------------------------------------------------------------- #
+# The disk cache (launch/cache.py)
+# --------------------------------------------------------------------------- #
+
+def cache_enabled() -> bool:
+    """``TILEC_CACHE``, a flag, default on: off, the disk cache of compiled
+    kernels and tuning choices is neither read nor written."""
+    return _flag("TILEC_CACHE", True)
+
+
+def cache_dir() -> Path:
+    """``TILEC_CACHE_DIR``, a folder, default ``~/.cache/tilec``: where the disk
+    cache lives.  Nothing is created here (a write makes the folders it needs);
+    an OSError when it is unset and there is no home folder."""
+    configured = _path("TILEC_CACHE_DIR")
+    if configured is not None:
+        return configured
+    try:
+        return Path.home() / ".cache" / "tilec"
+    except RuntimeError as e:  # no $HOME and no password entry
+        raise OSError(f"no home folder for the cache ({e}); set TILEC_CACHE_DIR") from None
+
+
+# --------------------------------------------------------------------------- #
+# Watching the compiler (launch/compiler.py, launch/dump.py, opt/pass_manager.py)
+# --------------------------------------------------------------------------- #
+
+def check_enabled() -> bool:
+    """``TILEC_CHECK``, a flag, default off (the test suite turns it on): the IR
+    as built, after every pass and after ``optimize`` is verified and must
+    survive its text form; the kernel cache is bypassed."""
+    return _flag("TILEC_CHECK", False)
+
 
 def dump_names() -> frozenset[str]:
-    """The names ``TILEC_DUMP`` lists (blanks ignored), ``all`` expanded to every
-    stage; a TilecError naming the valid ones for any other."""
+    """``TILEC_DUMP``, default none: a comma-separated list of the compile
+    stages to write as files (``STAGES``; ``all`` for every one:
+    ``launch/dump.py``) and ``ir``, the IR after every pass on stderr
+    (``opt/pass_manager.py``); blanks are ignored, and empty or ``0`` is none.
+    The names listed, ``all`` expanded to every stage."""
     text = os.environ.get("TILEC_DUMP", "").replace(" ", "")
     names = {n for n in text.split(",") if n} if text != "0" else set()
     unknown = sorted(names - set(DUMP_NAMES))
@@ -31,3 +94,38 @@ def dump_names() -> frozenset[str]:
                          f"{', '.join(map(repr, unknown))}; TILEC_DUMP takes a comma-separated list of "
                          f"{', '.join(DUMP_NAMES)} (or 0 or nothing for none)")
     return frozenset(names - {"all"} | (set(STAGES) if "all" in names else set()))
+
+
+def dump_dir() -> Path:
+    """``TILEC_DUMP_DIR``, a folder, default ``./tilec-dump``: where ``TILEC_DUMP`` writes."""
+    return _path("TILEC_DUMP_DIR") or Path("tilec-dump")
+
+
+# --------------------------------------------------------------------------- #
+# Running kernels (launch/autotune.py, the GPU launchers)
+# --------------------------------------------------------------------------- #
+
+def sync_enabled() -> bool:
+    """``TILEC_SYNC``, a flag, default off: every GPU launch synchronizes its
+    stream, so a fault inside a kernel raises naming the kernel (slow: for debugging)."""
+    return _flag("TILEC_SYNC", False)
+
+
+def quiet() -> bool:
+    """``TILEC_QUIET``, a flag, default off: no autotuning progress line on the terminal."""
+    return _flag("TILEC_QUIET", False)
+
+
+# --------------------------------------------------------------------------- #
+# A backend's toolchain
+# --------------------------------------------------------------------------- #
+
+def toolchain_file(variable: str) -> Optional[Path]:
+    """A backend's toolchain variable, ``TILEC_<TOOL>``, a file, default none
+    (the backend searches): the tool or library to use instead of the one the
+    backend would find.  The backend names its variables (docs/environment.md
+    lists them); a path that does not work is an error where it is used, not
+    a fallback to the search."""
+    if not variable.startswith("TILEC_"):
+        raise ValueError(f"a toolchain variable is named TILEC_<TOOL>, got {variable!r}")
+    return _path(variable)

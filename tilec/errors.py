@@ -41,7 +41,7 @@ def require_function(fn) -> None:
     """Refuse to make a kernel of a callable that is not a Python function (a
     ufunc, a class): it has no source to compile.  It lives here, not in the
     front end, so that ``tilec.jit`` checks at decoration without loading the
-    compiler.  A lambda is refused when it is compiled (``parse_function``)."""
+    compiler.  A lambda is refused when it is compiled (``frontend.common.walkable_source``)."""
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"{NEEDS_DEF}, got {type(fn).__name__} {fn!r}")
 

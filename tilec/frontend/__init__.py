@@ -1,0 +1,26 @@
+"""The front end: a kernel's Python source -> tile IR.
+
+Start reading at ``tilec/ast_parse.py``, the entry point (``build_ir``) and
+the visitor, ``CodeGenerator``, that walks a kernel's AST and builds IR as it
+goes; the modules here are the rest of it:
+
+* ``control.py``: ``if``/``for``/``while`` as structured IR, and the early
+  ``return`` rewrite (``ControlFlowMixin``, part of the visitor);
+* ``calls.py``: calls -- ``tl.*`` functions and tensor methods, inlined
+  ``@jit`` functions, Python builtins and ``math`` on compile-time values
+  (``CallsMixin``, part of the visitor);
+* ``semantic.py``: the typing rules (promotion, broadcasting, weak Python
+  numbers) and the IR of operators on tensors;
+* ``tl_ops.py``: the IR each ``tl.*`` function builds, looked up by the
+  stub of ``tilec.language`` it implements, and its program geometry,
+  creation, cast, memory, atomic and debugging functions; ``tl_math.py``
+  (elementwise math), ``tl_shape.py`` (shapes) and ``tl_reduce.py``
+  (reductions, scans, ``dot``) hold the rest;
+* ``common.py``: what those share: a function's source checked for the
+  walk, argument binding, and how front-end values are told apart;
+* ``source.py``: a Python function's source, file, lines and syntax tree,
+  read once; the disk cache and ``JITFunction.src`` read kernels through it too.
+
+The front end imports ``tilec.language``, ``tilec.ir`` and ``tilec.errors``,
+nothing of the optimizer, the backends or the launcher.
+"""

@@ -1,6 +1,7 @@
 """Calls inside a kernel: ``tl.*`` builtins and tensor methods, inlined
 ``@jit`` functions, and the Python builtins and ``math`` functions a kernel
-may run at compile time.  ``CallsMixin`` is part of ``ast_parse.CodeGenerator``.
+may run at compile time.  ``CallsMixin`` is part of ``ast_parse.CodeGenerator``;
+the IR of each ``tl.*`` function is ``tl_ops.call_builtin``'s.
 """
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ import inspect
 import itertools
 from typing import Any, NoReturn, Optional
 
-import tilec.frontend.tl_ops as tbuiltins
 import tilec.language as tl
-from tilec.frontend import semantic
-from tilec.frontend.common import is_constexpr_annotation, is_tensor, parse_function, unwrap
+from tilec.frontend import semantic, tl_ops
+from tilec.frontend.common import bind_arguments, is_constexpr_annotation, is_tensor, unwrap, walkable_source
 
 # Python builtins a kernel may call on compile-time values, with the advice
 # given when one is called on a tensor.
@@ -56,19 +56,14 @@ class CallsMixin:
         scope = self.bind_params(pyfn, args, kwargs or {})
         self.inlining.append(pyfn)
         try:
-            return self.walk_function(pyfn, parse_function(pyfn), scope)
+            return self.walk_function(pyfn, walkable_source(pyfn), scope)
         finally:
             self.inlining.pop()
 
     def bind_params(self, pyfn, args: list, kwargs: dict) -> dict[str, Any]:
         """The inlined function's initial scope: arguments bound with defaults applied."""
         sig = inspect.signature(pyfn)
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            self.error(f"bad arguments for `{pyfn.__name__}`: {e}")
-        bound.apply_defaults()
-        scope = {name: unwrap(v) for name, v in bound.arguments.items()}
+        scope = {name: unwrap(v) for name, v in bind_arguments(self, sig, pyfn.__name__, args, kwargs).items()}
         for name, value in scope.items():
             param = sig.parameters[name]
             if param.kind is param.VAR_KEYWORD:
@@ -105,7 +100,7 @@ class CallsMixin:
         if isinstance(fn, semantic.BoundMethod):  # x.sum(...): the stub with x first
             return unwrap(fn.call(self, args, kwargs))
         if getattr(fn, "__tilec_builtin__", False):
-            return unwrap(tbuiltins.call_builtin(self, fn, args, kwargs))
+            return unwrap(tl_ops.call_builtin(self, fn, args, kwargs))
         if getattr(fn, "is_tilec_jit", False):
             return self.inline_jit(fn, args, kwargs)
         if self.is_python_callable(fn):

@@ -1,55 +1,49 @@
-"""What the front end's files share: a function's parsed source, and how
-front-end values are told apart (tensors, constexpr wrappers, compile-time
+"""What the front end's files share: a function's source, checked for the
+walk (``walkable_source``), and how front-end values are told apart (tensors, constexpr wrappers, compile-time
 globals, ``tl.constexpr`` annotations)."""
 from __future__ import annotations
 
-import ast
-import functools
 import inspect
-import textwrap
 import types
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import tilec.language as tl
-from tilec import ir
-from tilec.frontend import semantic
 from tilec.errors import NEEDS_DEF, CompilationError, require_function
+from tilec.frontend import semantic
+from tilec.frontend.source import FunctionSource, read_source, source_file
 
 # --------------------------------------------------------------------------- #
 # Source
 # --------------------------------------------------------------------------- #
 
-@dataclass(frozen=True)
-class FunctionSource:
-    """A function's AST and where its text lives, so locations name the user's real line."""
-
-    tree: ast.FunctionDef
-    file: str
-    line_offset: int  # add to an AST line number to get the file's line
-    col_offset: int  # the indentation ``dedent`` removed
-
-    def loc(self, node: ast.AST) -> ir.Loc:
-        return ir.Loc(self.file, node.lineno + self.line_offset, node.col_offset + self.col_offset)
-
-
-@functools.lru_cache(maxsize=None)
-def parse_function(pyfn) -> FunctionSource:
-    """Parse ``pyfn``'s source (dedented), remembering its file and offsets."""
+def walkable_source(pyfn) -> FunctionSource:
+    """``pyfn``'s source for the front end to walk (``source.read_source``); a
+    ``CompilationError`` at its first line when there is none to walk: not a
+    ``def`` function (``not_compilable``), no source text, or text that does
+    not parse on its own."""
     require_function(pyfn)
-    file = inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename
     refusal = not_compilable(pyfn)
     if refusal:
-        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0, f"{refusal}; {NEEDS_DEF}")
+        raise CompilationError(source_file(pyfn), pyfn.__code__.co_firstlineno, 0, f"{refusal}; {NEEDS_DEF}")
     try:
-        lines, first = inspect.getsourcelines(pyfn)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        source = read_source(pyfn)
+        source.function_def  # parsed here, so that a SyntaxError is reported as one
     except (OSError, TypeError, SyntaxError) as e:
-        raise CompilationError(file, pyfn.__code__.co_firstlineno, 0,
+        raise CompilationError(source_file(pyfn), pyfn.__code__.co_firstlineno, 0,
                                f"cannot read the source of `{pyfn.__name__}` ({e}); {NEEDS_DEF}") from None
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    return FunctionSource(fdef, file, first - 1, indent)
+    return source
+
+
+def bind_arguments(ctx, signature: inspect.Signature, name: str, args: list, kwargs: dict) -> dict[str, Any]:
+    """``args`` and ``kwargs`` bound to ``signature`` by name, defaults applied
+    (a ``tl`` function's or an inlined function's); a bad call is the user's
+    error at their line (``ctx.error``), quoting the signature."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as e:
+        ctx.error(f"bad call of `{name}`: {e}; the signature is {name}{signature}")
+    bound.apply_defaults()
+    return bound.arguments
 
 
 def not_compilable(pyfn) -> Optional[str]:
@@ -95,15 +89,3 @@ def is_constexpr_annotation(ann: Any) -> bool:
     if isinstance(ann, str):
         return ann.strip().strip("'\"").strip().rsplit(".", 1)[-1] == "constexpr"
     return ann is tl.constexpr
-
-
-def closure_vars(pyfn) -> dict[str, Any]:
-    cells = pyfn.__closure__ or ()
-    out = {}
-    for name, cell in zip(pyfn.__code__.co_freevars, cells):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:  # a cell not yet assigned
-            pass
-    return out
-

@@ -1,8 +1,8 @@
 """The typing rules of the kernel language, and the IR they build for operators.
 
-The visitor (``ast_parse``) calls ``binary``, ``compare``, ``unary``,
+The visitor (``tilec/ast_parse.py``) calls ``binary``, ``compare``, ``unary``,
 ``logical``, ``truth``, ``subscript``, ``attribute`` and ``to_tensor``;
-``builtins`` uses the helpers (``operands``, ``broadcast_to``,
+the ``tl_*`` modules use the helpers (``operands``, ``broadcast_to``,
 ``cast_to``, ``constant``...).  Every function takes the visitor ``ctx``
 first (``ctx.builder``, ``ctx.error``).
 
@@ -614,7 +614,7 @@ class BoundMethod:
     self_value: Tensor
 
     def call(self, ctx, args: list, kwargs: dict) -> Any:
-        from tilec.frontend.tl_ops import call_builtin  # builtins imports this module
+        from tilec.frontend.tl_ops import call_builtin  # tl_ops imports this module
         return call_builtin(ctx, self.fn, [self.self_value, *args], kwargs)
 
 

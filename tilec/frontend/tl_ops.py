@@ -9,8 +9,8 @@ defaults live in one place) and passed to the implementation by name:
 the user's line through ``ctx.error``.
 
 This file holds the registry, argument helpers, program geometry, tile
-creation, casts, memory, atomics and debugging; ``builtins_math``,
-``builtins_shape`` and ``builtins_reduce`` hold the rest.
+creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_shape``
+and ``tl_reduce`` hold the rest.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tilec import ir
 from tilec import language as tl
 from tilec.frontend.semantic import BoundMethod, Tensor, TypingError, broadcast_to, cast_to, constant, describe, dtype_name, emit, to_ir_type, to_tensor
 from tilec.frontend import semantic
+from tilec.frontend.common import bind_arguments
 
 BUILTINS: dict[Callable, Callable] = {}
 
@@ -41,14 +42,9 @@ def call_builtin(ctx, fn, args: list, kwargs: dict) -> Any:
     impl = BUILTINS.get(fn)
     if impl is None:
         ctx.error(f"`{name}` is not supported yet")
-    signature = inspect.signature(fn)
+    arguments = bind_arguments(ctx, inspect.signature(fn), name, args, kwargs)
     try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as e:
-        ctx.error(f"bad call of `{name}`: {e}; the signature is {name}{signature}")
-    bound.apply_defaults()
-    try:
-        return impl(ctx, **bound.arguments)
+        return impl(ctx, **arguments)
     except TypingError as e:
         ctx.error(str(e))
 
@@ -396,5 +392,5 @@ def _next_power_of_2(ctx, n):
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-# The other builtins register themselves on import.
-from tilec.frontend import tl_math as builtins_math, tl_reduce as builtins_reduce, tl_shape as builtins_shape  # noqa: E402,F401
+# The other tl_* modules register their functions on import.
+from tilec.frontend import tl_math, tl_reduce, tl_shape  # noqa: E402,F401

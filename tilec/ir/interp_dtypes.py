@@ -112,7 +112,7 @@ def round_float_rtz(x: np.ndarray, t: ScalarType) -> np.ndarray:
 # --------------------------------------------------------------------------- #
 
 def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Truncate toward zero, saturating out-of-range values and sending NaN to 0 (PTX ``cvt.rzi``)."""
+    """Truncate toward zero, saturating out-of-range values and sending NaN to 0 (as NVIDIA GPUs convert)."""
     info = np.iinfo(dtype)
     t = np.trunc(x.astype(np.float64))
     high, low = t >= float(info.max), t <= float(info.min)

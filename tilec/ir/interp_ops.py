@@ -78,7 +78,7 @@ def _shift_amount(b, bits: int, limit: int):
 
 
 def _shl(a, b):
-    """``a << b``; counts of the bit width or more give 0 (PTX clamps the count)."""
+    """``a << b``; counts of the bit width or more give 0 (as NVIDIA GPUs clamp the count)."""
     bits = a.dtype.itemsize * 8
     s, big = _shift_amount(b, bits, bits - 1)
     return np.where(big, a.dtype.type(0), np.left_shift(a, s))
@@ -162,7 +162,7 @@ def _fma(a, b, c, t: ScalarType):
 
 
 def _signed_zeros(result, a, b, zeros_of_pair):
-    """``-0.0 < +0.0`` (as PTX ``max``/``min``): numpy's answer for a pair of zeros of
+    """``-0.0 < +0.0`` (as NVIDIA GPUs' max and min): numpy's answer for a pair of zeros of
     different signs depends on its code path, so the pair's result is set here."""
     both = (a == 0) & (b == 0)
     return np.where(both, zeros_of_pair(a, b), result) if both.any() else result

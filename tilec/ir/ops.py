@@ -233,7 +233,7 @@ class Cast(Op):
     widen/narrow ints (sign- or zero-extend by the source's signedness, wrap on
     narrowing), float<->float (``rounding`` ``"rtne"`` or ``"rtz"``),
     int<->pointer and pointer<->pointer (the address is kept).  Float -> int
-    saturates out-of-range values and gives 0 for NaN (PTX ``cvt.rzi``);
+    saturates out-of-range values and gives 0 for NaN (as NVIDIA GPUs convert);
     anything -> ``i1`` is ``x != 0`` (as Triton)."""
 
     NAME = "cast"
@@ -350,7 +350,7 @@ And = _binary("and", "int", "Bitwise and.")
 Or = _binary("or", "int", "Bitwise or.")
 Xor = _binary("xor", "int", "Bitwise xor.")
 Shl = _binary("shl", "int", "``a << b``; ``b`` is read unsigned and a count of the bit width or more gives 0 "
-              "(PTX clamps the count).")
+              "(as NVIDIA GPUs clamp the count).")
 Shr = _binary("shr", "int", "``a >> b``: arithmetic for signed, logical for unsigned types; a count of the "
               "bit width or more gives the sign fill (signed) or 0 (unsigned).")
 UMulHi = _binary("umulhi", "int", "The high half of the full product of two unsigned ints.")
@@ -360,7 +360,7 @@ UMulHi = _binary("umulhi", "int", "The high half of the full product of two unsi
 class Maximum(BinaryOp):
     """Elementwise max.  Floats: ``propagate_nan`` True returns NaN if either
     operand is NaN; False (Triton's default) returns the other operand.
-    ``-0.0`` counts as less than ``+0.0`` (as PTX)."""
+    ``-0.0`` counts as less than ``+0.0`` (as on NVIDIA GPUs)."""
 
     NAME = "maximum"
     propagate_nan: bool = attr(False)

@@ -57,18 +57,23 @@ class dtype:
     def scalar(self) -> "dtype":
         return self
 
+    @property
+    def _kind(self) -> str:
+        """"bool", "int", "uint" or "float" (a pointer's is "pointer": none of the is_* kinds)."""
+        return self._INFO[self.name][1]
+
     def is_floating(self) -> bool:
-        return self._INFO[self.name][1] == "float"
+        return self._kind == "float"
 
     def is_int(self) -> bool:
         """True for every integer type, ``int1`` included (as Triton)."""
-        return self._INFO[self.name][1] in ("bool", "int", "uint")
+        return self._kind in ("bool", "int", "uint")
 
     def is_int_signed(self) -> bool:
-        return self._INFO[self.name][1] in ("bool", "int")
+        return self._kind in ("bool", "int")
 
     def is_int_unsigned(self) -> bool:
-        return self._INFO[self.name][1] == "uint"
+        return self._kind == "uint"
 
     def is_bool(self) -> bool:
         return self.name == "int1"
@@ -121,23 +126,12 @@ class pointer_type(dtype):
     def primitive_bitwidth(self) -> int:
         return 64
 
+    @property
+    def _kind(self) -> str:
+        return "pointer"
+
     def is_ptr(self) -> bool:
         return True
-
-    def is_floating(self) -> bool:
-        return False
-
-    def is_int(self) -> bool:
-        return False
-
-    def is_int_signed(self) -> bool:
-        return False
-
-    def is_int_unsigned(self) -> bool:
-        return False
-
-    def is_bool(self) -> bool:
-        return False
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, pointer_type) and other.element_ty == self.element_ty
@@ -239,6 +233,15 @@ def builtin(fn):
 
     stub.__tilec_builtin__ = True
     return stub
+
+
+def named_builtin(fn, name: str, doc: str):
+    """``builtin(fn)`` named ``name`` and documented by ``doc``: one of a family
+    of stubs made by a factory (``atomic_*``, the one-argument math functions),
+    whose ``fn`` only gives the parameters."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return builtin(fn)
 
 
 # --------------------------------------------------------------------------- #
@@ -345,9 +348,7 @@ def _atomic_doc(what: str) -> str:
 def _atomic(name: str, what: str):
     def stub(pointer, val, mask=None, sem=None, scope=None):
         pass
-    stub.__name__ = stub.__qualname__ = name
-    stub.__doc__ = _atomic_doc(what)
-    return builtin(stub)
+    return named_builtin(stub, name, _atomic_doc(what))
 
 
 atomic_add = _atomic("atomic_add", "``*pointer += val``")

@@ -6,15 +6,13 @@ argument becomes a ``float32`` constant; integers must be converted first.
 """
 from __future__ import annotations
 
-from tilec.language.core import builtin
+from tilec.language.core import builtin, named_builtin
 
 
 def _math1(name: str, what: str, dtypes: str = "floats"):
     def stub(x):
         pass
-    stub.__name__ = stub.__qualname__ = name
-    stub.__doc__ = f"Elementwise {what} of ``x`` ({dtypes}).  Also ``x.{name}()``."
-    return builtin(stub)
+    return named_builtin(stub, name, f"Elementwise {what} of ``x`` ({dtypes}).  Also ``x.{name}()``.")
 
 
 exp = _math1("exp", "e**x")

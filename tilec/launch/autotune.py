@@ -42,6 +42,7 @@ import warnings
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from tilec import testing
+from tilec.environment import cache_enabled, quiet
 from tilec.errors import CompilationError, OutOfResources, TilecError
 from tilec.launch import cache
 from tilec.launch.cache_entry import EntryError, expect, is_int, pack_entry, unpack_entry
@@ -394,7 +395,7 @@ class Autotuner(KernelWrapper):
     # --- the choice on disk ----------------------------------------------------------------
     def _disk_key(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[str]:
         """The tuning entry's key, or None when results are not kept (or cannot be keyed)."""
-        if not (self.cache_results and cache.enabled()):
+        if not (self.cache_results and cache_enabled()):
             return None
         try:
             device = device_label(self._any_plan(args, kwargs))
@@ -611,7 +612,7 @@ class Progress:
     def __init__(self, kernel: str, total: int, stream: Any = None):
         self.kernel, self.total = kernel, total
         self.stream = stream if stream is not None else sys.stderr
-        self.on = os.environ.get("TILEC_QUIET", "") in ("", "0") and _isatty(self.stream)
+        self.on = not quiet() and _isatty(self.stream)
 
     def show(self, phase: str, done: int, best: Optional[Config] = None, timing: Optional[list] = None,
              total: Optional[int] = None) -> None:

@@ -39,11 +39,9 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import inspect
 import logging
 import os
 import tempfile
-import textwrap
 import types
 from contextlib import suppress
 from dataclasses import dataclass
@@ -51,7 +49,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from tilec import language as tl
-from tilec.environment import dump_names
+from tilec.environment import cache_dir, cache_enabled, check_enabled, dump_names
+from tilec.frontend.source import FunctionSource, closure_values, read_source
 from tilec.launch.args import KernelArg
 from tilec.launch.cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
 from tilec.launch.compiler import HOST, CompiledKernel, Options
@@ -75,24 +74,6 @@ class Uncacheable(Exception):
 # --------------------------------------------------------------------------- #
 # Where, and whether
 # --------------------------------------------------------------------------- #
-
-def enabled() -> bool:
-    """False under ``TILEC_CACHE=0`` (or ``off``, ``false``, ``no``)."""
-    return os.environ.get("TILEC_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
-
-
-def cache_dir() -> Path:
-    """``$TILEC_CACHE_DIR``, else ``~/.cache/tilec``.  Nothing is created here
-    (a write makes the folders it needs), so looking never changes the disk;
-    an OSError when there is no home folder to put it in."""
-    configured = os.environ.get("TILEC_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    try:
-        return Path.home() / ".cache" / "tilec"
-    except RuntimeError as e:  # no $HOME and no password entry
-        raise OSError(f"no home folder for the cache ({e}); set TILEC_CACHE_DIR") from None
-
 
 def problem(path: Path) -> Optional[str]:
     """Why the cache folder ``path`` cannot be used, as far as can be told without
@@ -296,8 +277,8 @@ def _collect_function(pyfn: types.FunctionType, tokens: list, seen: set) -> None
     if pyfn in seen:
         return
     seen.add(pyfn)
-    file, first_line, source, tree = _parsed_source(pyfn)
-    tokens.append(("source", file, first_line, source))
+    source = _source(pyfn)
+    tokens.append(("source", source.file, source.first_line, source.text))
     for ref in outside_references(pyfn):
         tokens.append((ref.name, *ref.attrs, _dependency_token(ref.value, tokens, seen)))
 
@@ -319,8 +300,8 @@ class Reference:
 def outside_references(pyfn: types.FunctionType) -> list[Reference]:
     """Every name ``pyfn``'s source reads that it does not define, in source order
     (what ``source_fingerprint`` keys on, and the launcher's globals check watches)."""
-    tree = _parsed_source(pyfn)[3]
-    closure = _closure_values(pyfn)
+    tree = _syntax_tree(_source(pyfn))
+    closure = closure_values(pyfn)
     scope, local, refs = {**pyfn.__globals__, **closure}, _local_names(tree), []
     for name, attrs in _global_references(tree):
         if name in local or name not in scope:
@@ -350,28 +331,22 @@ def _dependency_token(value: Any, tokens: list, seen: set) -> Any:
         return ("object", type(value).__qualname__)  # a kernel cannot read it (not compile-time): its type is enough
 
 
-@functools.lru_cache(maxsize=None)
-def _parsed_source(pyfn: types.FunctionType) -> tuple[str, int, str, ast.AST]:
-    """(file, first line, source, AST) of ``pyfn``, read once per function object, as the front end does."""
+def _source(pyfn: types.FunctionType) -> FunctionSource:
+    """``pyfn``'s source as the front end reads it; ``Uncacheable`` when it has none."""
     try:
-        lines, first = inspect.getsourcelines(pyfn)
+        return read_source(pyfn)
     except (OSError, TypeError) as e:
         raise Uncacheable(f"no source for `{pyfn.__qualname__}`: {e}") from e
-    source = "".join(lines)
+
+
+def _syntax_tree(source: FunctionSource) -> ast.AST:
+    """``source``'s tree; an empty one when the text does not parse on its own
+    (a lambda's line, say: the text alone still keys it)."""
     try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError as e:  # a lambda's line, say: the text alone still keys it
-        log.debug("tilec cache: cannot parse the source of %s: %s", pyfn.__qualname__, e)
-        tree = ast.Module(body=[], type_ignores=[])
-    return inspect.getsourcefile(pyfn) or pyfn.__code__.co_filename, first, source, tree
-
-
-def _closure_values(pyfn: types.FunctionType) -> dict[str, Any]:
-    values = {}
-    for name, cell in zip(pyfn.__code__.co_freevars, pyfn.__closure__ or ()):
-        with suppress(ValueError):  # a cell not yet assigned
-            values[name] = cell.cell_contents
-    return values
+        return source.tree
+    except SyntaxError as e:
+        log.debug("tilec cache: cannot parse the source in %s:%d: %s", source.file, source.first_line, e)
+        return ast.Module(body=[], type_ignores=[])
 
 
 def _local_names(tree: ast.AST) -> set[str]:
@@ -452,9 +427,9 @@ def bypassed() -> Optional[str]:
     mode that watches the compiler work -- ``TILEC_CHECK`` (verify every kernel
     as built) and ``TILEC_DUMP`` (print or write its stages) -- which a cached
     kernel would skip.  The test suite runs under ``TILEC_CHECK=1``."""
-    if not enabled():
+    if not cache_enabled():
         return "TILEC_CACHE=0"
-    if os.environ.get("TILEC_CHECK", "") not in ("", "0"):
+    if check_enabled():
         return "TILEC_CHECK is set"
     return "TILEC_DUMP is set" if dump_names() else None
 

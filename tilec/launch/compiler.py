@@ -14,10 +14,10 @@ happens, not in a launcher.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Optional, Sequence
 
+from tilec.environment import check_enabled
 from tilec.ir.core import Function
 from tilec.ir.printer import print_function
 from tilec.backends.nvidia.target import ARCHS
@@ -193,7 +193,7 @@ def _arg_spec(a: KernelArg):
 
 def check_ir(fn: Function) -> None:
     """Under ``TILEC_CHECK=1``: ``fn`` verifies and survives its text form."""
-    if os.environ.get("TILEC_CHECK", "") in ("", "0"):  # the pass manager reads it the same way
+    if not check_enabled():
         return
     from tilec.ir.verify import check_roundtrip, verify_function
 

@@ -22,29 +22,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from tilec.environment import STAGES, dump_names
+from tilec.environment import STAGES, dump_dir, dump_names
 from tilec.errors import TilecError
 
 # stage -> file extension, in the order ``all`` writes them.
 STAGE_FILES = dict(zip(STAGES, ("tir", "opt.tir", "gpu.tir", "ll", "ptx", "cubin", "json")))
-DEFAULT_DIR = "tilec-dump"
-
 _announced: set[Path] = set()  # variants whose first file was reported on stderr
 
 
 def requested() -> frozenset[str]:
     """The stages ``TILEC_DUMP`` asks to write (``ir`` is the pass manager's, not a file)."""
     return dump_names() & STAGE_FILES.keys()
-
-
-def dump_dir() -> Path:
-    """``TILEC_DUMP_DIR``, or ``./tilec-dump``."""
-    return Path(os.environ.get("TILEC_DUMP_DIR") or DEFAULT_DIR)
 
 
 def variant_id(compiled: Any) -> str:

@@ -37,8 +37,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
-import textwrap
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -48,6 +46,7 @@ from tilec.launch import cache as disk_cache
 from tilec.backends.nvidia import cuda
 from tilec.backends.interpreter import launcher as host
 from tilec.frontend.common import is_constexpr_annotation
+from tilec.frontend.source import read_source
 from tilec.errors import TilecError, require_function
 from tilec.launch.args import KernelArg, NotFast, classify_arg
 from tilec.launch.binder import make_binder, make_specializer
@@ -148,11 +147,10 @@ class JITFunction(KernelInterface):
         """The parameters' names, in order."""
         return [p.name for p in self.params]
 
-    @functools.cached_property
+    @property
     def src(self) -> str:
-        """The kernel's source from its ``def`` (decorators left out)."""
-        source = textwrap.dedent(inspect.getsource(self.fn))
-        return source[re.search(r"^(async\s+)?def\s", source, re.MULTILINE).start():]
+        """The kernel's source from its ``def`` (decorators left out), dedented."""
+        return read_source(self.fn).definition
 
     @property
     def cache_key(self) -> str:

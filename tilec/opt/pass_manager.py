@@ -12,11 +12,10 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from typing import Callable, Optional, Sequence
 
-from tilec.environment import dump_names
+from tilec.environment import check_enabled, dump_names
 from tilec.ir.core import Function, VerifyError
 from tilec.ir.printer import print_function
 
@@ -30,7 +29,7 @@ def dump_requested() -> bool:
 
 def roundtrip_requested() -> bool:
     """True under ``TILEC_CHECK=1`` (the test suite): compiled IR must survive its text form."""
-    return os.environ.get("TILEC_CHECK", "") not in ("", "0")
+    return check_enabled()
 
 
 def pass_name(p: Pass) -> str:

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
+from tilec.environment import sync_enabled
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType
 from tilec.backends.nvidia.target import ARCHS, WARP_SIZE
@@ -151,7 +151,7 @@ def parameter_frame(compiled: CompiledKernel) -> libcuda.LaunchFrame:
 
 def sync_requested() -> bool:
     """``TILEC_SYNC=1``: synchronize after every launch so faults name their kernel."""
-    return os.environ.get("TILEC_SYNC", "") not in ("", "0")
+    return sync_enabled()
 
 
 # --- the generated launcher -----------------------------------------------------

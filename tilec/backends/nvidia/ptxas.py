@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tilec.environment import toolchain_file
 from tilec.errors import TilecError
 
 # What to install for ptxas and libdevice; every "not found" message says it.
@@ -79,9 +79,9 @@ def _first_file(candidates) -> Path | None:
 def find_ptxas() -> Path | None:
     """ptxas from, in order: $TILEC_PTXAS, the nvidia-cuda-nvcc wheel, Triton's
     bundled copy, PATH. None when there is none."""
-    env = os.environ.get("TILEC_PTXAS")
-    if env:
-        return Path(env)
+    env = toolchain_file("TILEC_PTXAS")
+    if env is not None:
+        return env
     triton = [d / "backends" / "nvidia" / "bin" / "ptxas" for d in _namespace_dirs("triton")]
     found = _first_file(_wheel_files("bin/ptxas") + triton)
     if found is not None:
@@ -94,9 +94,9 @@ def find_ptxas() -> Path | None:
 def find_libdevice() -> Path | None:
     """libdevice.10.bc from, in order: $TILEC_LIBDEVICE, the nvidia-nvvm wheel
     (CUDA 13) or nvidia-cuda-nvcc wheel (CUDA 12), Triton's bundled copy."""
-    env = os.environ.get("TILEC_LIBDEVICE")
-    if env:
-        return Path(env)
+    env = toolchain_file("TILEC_LIBDEVICE")
+    if env is not None:
+        return env
     triton = [d / "backends" / "nvidia" / "lib" / "libdevice.10.bc" for d in _namespace_dirs("triton")]
     return _first_file(_wheel_files("nvvm/libdevice/libdevice.10.bc") + triton)
 
