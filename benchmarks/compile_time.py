@@ -24,6 +24,7 @@ Writes ``benchmarks/results/compile_time.json`` (or ``--out``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import cProfile
 import json
 import os
@@ -161,7 +162,7 @@ def phase_timers() -> tuple[dict[str, float], contextlib.ExitStack]:
             stack.enter_context(_timed(module, attr, phase, times))
     stages = tilec.backends.nvidia.stages.STAGES
     original = list(stages)
-    stages[:] = [(name, globals_lookup(tilec.backends.nvidia.stages, fn)) for name, fn in stages]
+    stages[:] = [dataclasses.replace(s, run=globals_lookup(tilec.backends.nvidia.stages, s.run)) for s in stages]
     stack.callback(lambda: stages.__setitem__(slice(None), original))
     return times, stack
 

@@ -27,24 +27,23 @@ def check_every_compile() -> None:
     if not targets:
         return
     from tilec.errors import CompilationError, OutOfResources
-    from tilec.launch import compiler
-    from tilec.backends.nvidia.stages import compile_for_gpu
+    from tilec.targets.registry import backend_for
 
     jit = sys.modules["tilec.launch.jit"]
     host_compile = jit.compile_variant
     seen: set = set()
 
-    def compile_and_check(pyfn, args, options, target=compiler.HOST):
+    def compile_and_check(pyfn, args, options, target):
         compiled = host_compile(pyfn, args, options, target)
         key = (compiled.asm["tir-opt"], options)
-        if target != compiler.HOST or key in seen:
+        if target != "host" or key in seen:
             return compiled
         seen.add(key)
         for arch in targets:
             gpu = dataclasses.replace(compiled, target=arch, asm=dict(compiled.asm), runtime={},
                                       metadata=dataclasses.replace(compiled.metadata, target=arch))
             try:
-                compile_for_gpu(gpu)
+                backend_for(arch).compile(gpu)
             except (CompilationError, OutOfResources):
                 break
         return compiled

@@ -13,8 +13,11 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tilec.runtime.driver as rd
+from tilec.backends.interpreter.driver import HostDriver
 from tilec.backends.nvidia import cuda_driver
-from tilec.runtime.driver import CUDA_PROPERTIES, CudaDriver, GPUTarget, HostDriver, driver
+from tilec.backends.nvidia.runtime_driver import CUDA_PROPERTIES, CudaDriver
+from tilec.runtime.driver import GPUTarget, driver
+from tilec.targets import registry
 
 TRITON_KEYS = {"max_shared_mem", "max_num_regs", "multiprocessor_count", "warpSize",
                "sm_clock_rate", "mem_clock_rate", "mem_bus_width"}
@@ -30,6 +33,13 @@ def host():
 
 def test_module_attribute_active_is_the_driver_configs():
     assert rd.active is driver.active
+
+
+def test_the_active_driver_is_a_usable_gpus_else_the_hosts(monkeypatch):
+    monkeypatch.setattr(cuda_driver, "device_count", lambda: 0)
+    assert isinstance(registry.active_driver(), HostDriver)
+    monkeypatch.setattr(cuda_driver, "device_count", lambda: 1)
+    assert isinstance(registry.active_driver(), CudaDriver)
     with pytest.raises(AttributeError, match="no attribute 'activ'"):
         rd.activ
 

@@ -2,7 +2,7 @@
 the disk cache, and show what tilec found on this machine.
 
     python -m tilec compile file.py:kernel --signature "*fp32,*fp32,*fp32,i32" \\
-        --constexpr BLOCK=1024 --target sm_90 --stage ptx
+        --constexpr BLOCK=1024 [--target TARGET] [--stage STAGE]
     python -m tilec cache [--clear]
     python -m tilec info
 
@@ -12,6 +12,9 @@ becomes a tiny numpy array or numpy scalar that the launch layer classifies
 compiled through ``JITFunction.compile`` like any other: one argument
 machinery, one cache.  A user's mistake (a bad file, no such kernel, a bad
 signature, a compile error) prints one line and exits with status 2.
+
+The targets, the stages and what ``info`` says of devices and tools come from
+the backends, through ``tilec.targets.registry``.
 """
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ import dataclasses
 import importlib.util
 import json
 import platform
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +35,10 @@ from tilec.environment import cache_enabled
 from tilec.errors import TilecError
 from tilec.ir.types import ScalarType
 from tilec.launch.args import ELEM_TYPES
+from tilec.launch.dump import GENERIC_FILES, asm_stages
+from tilec.targets import registry
 
 USAGE_ERROR = 2
-STAGES = ("tir", "tir-opt", "tir-gpu", "llir", "ptx", "cubin")
 
 
 class CliError(Exception):
@@ -79,11 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
                            "(* = pointer, :16 = divisible by 16)")
     comp.add_argument("--constexpr", "-c", action="append", default=[], metavar="NAME=VALUE",
                       help="a tl.constexpr parameter's value (a Python literal or tl.<dtype>); repeatable")
-    comp.add_argument("--target", "-t", default=None, help="host, sm_80, sm_86, sm_89, sm_90 (default) or sm_90a")
+    comp.add_argument("--target", "-t", default=None, help=f"one of {', '.join(registry.target_names())} "
+                                                           f"(default: {registry.default_target()})")
     comp.add_argument("--num-warps", type=int, default=4)
     comp.add_argument("--num-stages", type=int, default=3)
-    comp.add_argument("--stage", choices=STAGES + ("all",),
-                      help="the stage to print (default: ptx, or tir-opt for the host); all: every one")
+    comp.add_argument("--stage", choices=asm_stages() + ("all",),
+                      help="the stage to print (default: the target's assembly, or tir-opt for the host); "
+                           "all: every one")
     comp.add_argument("--out", "-o", type=Path, metavar="DIR", help="write the stage(s) to DIR instead")
     comp.add_argument("--metadata", action="store_true", help="print (or write) the metadata as JSON")
     comp.set_defaults(run=compile_command)
@@ -92,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--clear", action="store_true", help="remove every entry")
     cache.set_defaults(run=cache_command)
 
-    info = commands.add_parser("info", help="versions, GPUs, driver, ptxas, libdevice, cache, targets")
+    info = commands.add_parser("info", help="versions, devices and tools of every backend, cache, targets")
     info.set_defaults(run=info_command)
     return parser
 
@@ -102,12 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- #
 
 def compile_command(args: argparse.Namespace) -> int:
-    from tilec.backends.nvidia import cuda
-
     kernel = load_kernel(args.kernel)
     values = bind_signature(kernel, parse_signature(args.signature))
     values.update(parse_constexprs(kernel, args.constexpr))
-    target = args.target or cuda.FALLBACK_TARGET
+    target = args.target or registry.default_target()
     compiled = kernel.compile(target=target, num_warps=args.num_warps, num_stages=args.num_stages, **values)
     stages = _selected_stages(compiled, args)
     if args.out is not None:
@@ -279,10 +282,11 @@ def parse_constexpr_value(name: str, text: str) -> Any:
 def _selected_stages(compiled: Any, args: argparse.Namespace) -> list[str]:
     """The stages to show: those asked for, checked to exist (none for ``--metadata`` alone)."""
     if args.stage == "all":
-        return [s for s in STAGES if s in compiled.asm]
+        return list(compiled.asm)
     if args.stage is None and args.metadata:
         return []
-    stage = args.stage or ("tir-opt" if compiled.target == "host" else "ptx")
+    backend = registry.backend_for(compiled.target)
+    stage = args.stage or backend.default_stage
     if stage not in compiled.asm:
         raise CliError(f"kernel `{compiled.name}` compiled for {compiled.target} has no {stage} stage "
                        f"({_why_missing(stage, compiled.target)}); it has {', '.join(compiled.asm)}")
@@ -290,11 +294,14 @@ def _selected_stages(compiled: Any, args: argparse.Namespace) -> list[str]:
 
 
 def _why_missing(stage: str, target: str) -> str:
-    if target == "host":
-        return "host compiles stop at tir-opt; pass --target sm_90 for the GPU stages"
-    from tilec.backends.nvidia.ptxas import INSTALL_CUDA_TOOLS
-
-    return f"no ptxas was found: {INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS"  # only cubin can be missing
+    """Why a kernel compiled for ``target`` lacks ``stage``: its backend's pipeline
+    ended early (a tool missing), or the stage is another backend's."""
+    backend = registry.backend_for(target)
+    made = [*GENERIC_FILES, *(s.name for s in backend.stages)]
+    if stage in made:
+        return backend.why_missing(stage)
+    maker = next(b for b in registry.preferred() if any(s.name == stage for s in b.stages))
+    return f"{target} compiles stop at {made[-1]}; pass --target {maker.default_target} for the {stage} stage"
 
 
 def _print_stage(compiled: Any, stage: str, header: bool) -> None:
@@ -386,50 +393,18 @@ def info_command(args: argparse.Namespace) -> int:
 
 
 def info_lines() -> list[tuple[str, str]]:
-    """(label, value) pairs: versions, GPUs and driver, ptxas, libdevice, cache, targets."""
+    """(label, value) pairs: versions, each backend's devices and tools, cache, targets."""
     import llvmlite
     import llvmlite.binding as llvm
 
     from tilec import __version__
-    from tilec.launch.compiler import TARGETS
-    from tilec.backends.nvidia.ptxas import INSTALL_CUDA_TOOLS, find_libdevice, find_ptxas
 
-    ptxas, libdevice = find_ptxas(), find_libdevice()
     return [
         ("tilec", f"{__version__} ({Path(__file__).parent})"),
         ("python", f"{platform.python_version()} ({sys.executable})"),
         ("llvmlite", f"{llvmlite.__version__} (LLVM {'.'.join(map(str, llvm.llvm_version_info))})"),
         ("numpy", np.__version__),
-        *gpu_lines(),
-        ("ptxas", f"{ptxas} ({ptxas_version(ptxas)})" if ptxas else
-         f"not found ({INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS); GPU compiles stop at PTX"),
-        ("libdevice", str(libdevice) if libdevice else
-         f"not found ({INSTALL_CUDA_TOOLS}, or set TILEC_LIBDEVICE); kernels calling it cannot compile "
-         "for GPUs"),
+        *(line for backend in registry.backends() for line in backend.report()),
         ("cache", cache_summary()),
-        ("targets", ", ".join(TARGETS)),
+        ("targets", ", ".join(registry.target_names())),
     ]
-
-
-def gpu_lines() -> list[tuple[str, str]]:
-    """The CUDA driver's version and each GPU, or one line saying why there are none."""
-    from tilec.backends.nvidia import cuda_driver as cd
-
-    try:
-        drv = cd.driver()
-        version = cd.check(drv.cuDriverGetVersion(), "cuDriverGetVersion")
-        count = cd.device_count()
-        devices = [(f"gpu {i}", f"{cd.device_name(i)} ({cd.compute_capability(i)})") for i in range(count)]
-    except TilecError as e:
-        return [("gpu", f"none: {first_line(e)}")]
-    return [("driver", f"CUDA {version // 1000}.{version % 1000 // 10}")] + (devices or [("gpu", "none found")])
-
-
-def ptxas_version(path: Path) -> str:
-    """``release 12.8`` from ``ptxas --version``, or what went wrong."""
-    try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"cannot run it: {e}"
-    release = [line for line in out.splitlines() if "release" in line]
-    return release[0].split(",")[1].strip() if release and "," in release[0] else "version unknown"

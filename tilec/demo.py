@@ -17,9 +17,10 @@ import numpy as np
 import tilec
 import tilec.language as tl
 from tilec.errors import TilecError
-from tilec.backends.nvidia import cuda_driver
+from tilec.targets import registry
 
 SIZES = (10_000, 2**22)
+GPU_PLACE = "cuda"  # where torch's ``.cuda()`` tensors live (``launch/args.py``)
 
 
 @tilec.jit
@@ -41,11 +42,11 @@ def add(x, y, out):
 
 def why_on_host() -> str | None:
     """None when GPU arrays can be made with torch and run on an NVIDIA GPU,
-    else why not.  The GPU is asked first, through tilec's own driver layer:
-    without one, the reason is the missing GPU, whatever torch's state."""
+    else why not.  The GPU is asked first, through the driver of the backend
+    that runs CUDA arrays: without one, the reason is the missing GPU, whatever
+    torch's state."""
     try:
-        if cuda_driver.device_count() == 0:
-            return "no usable CUDA GPU"
+        registry.backend_for_place(GPU_PLACE).driver()
     except TilecError as exc:
         return f"no usable CUDA GPU ({exc})"
     if importlib.util.find_spec("torch") is None:
@@ -59,7 +60,7 @@ def inputs(n: int, where: str, rng: np.random.Generator) -> tuple:
     """``x``, ``y`` and an output array of ``n`` float32 on ``where``."""
     x, y = (rng.standard_normal(n, dtype=np.float32) for _ in range(2))
     arrays = (x, y, np.full(n, np.nan, np.float32))
-    if where == "cuda":
+    if where == GPU_PLACE:
         import torch
 
         arrays = tuple(torch.from_numpy(a).cuda() for a in arrays)
@@ -87,7 +88,7 @@ def run_one(n: int, where: str, rng: np.random.Generator) -> bool:
 
 def main() -> int:
     why_host = why_on_host()
-    where = "host" if why_host else "cuda"
+    where = "host" if why_host else GPU_PLACE
     running_on = f"the host (numpy reference interpreter): {why_host}" if why_host else "an NVIDIA GPU"
     print(f"tilec {tilec.__version__}: vector add, float32, running on {running_on}")
     rng = np.random.default_rng(0)

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from tilec.errors import TilecError
 
-#: The stages of a compiled variant, in the order ``all`` writes them.
-STAGES = ("tir", "tir-opt", "tir-gpu", "llir", "ptx", "cubin", "metadata")
-#: Every name ``TILEC_DUMP`` takes, in the order its error lists them.
-DUMP_NAMES = (*STAGES, "ir", "all")
+#: The names ``TILEC_DUMP`` takes besides the stages: the pass manager's and "every stage".
+DUMP_WORDS = ("ir", "all")
 
 #: What a flag (``TILEC_CHECK``, ``TILEC_SYNC``...) takes, any case, blanks around ignored.
 FLAG_ON = ("1", "on", "true", "yes")
@@ -80,20 +78,27 @@ def check_enabled() -> bool:
     return _flag("TILEC_CHECK", False)
 
 
-def dump_names() -> frozenset[str]:
+def dump_names(stages: Optional[Sequence[str]] = None) -> frozenset[str]:
     """``TILEC_DUMP``, default none: a comma-separated list of the compile
-    stages to write as files (``STAGES``; ``all`` for every one:
-    ``launch/dump.py``) and ``ir``, the IR after every pass on stderr
-    (``opt/pass_manager.py``); blanks are ignored, and empty or ``0`` is none.
-    The names listed, ``all`` expanded to every stage."""
+    stages to write as files (``all`` for every one: ``launch/dump.py``) and
+    ``ir``, the IR after every pass on stderr (``opt/pass_manager.py``);
+    blanks are ignored, and empty or ``0`` is none.  Which stages there are
+    depends on the backends registered, which this room does not know: given
+    every compile ``stages`` (the launcher passes them), ``all`` is expanded to
+    them and any name but those and ``DUMP_WORDS`` (``1``, ``llvm``, a typo) is
+    a TilecError naming the valid ones; without, the names are returned as
+    written (the pass manager asks only for ``ir``)."""
     text = os.environ.get("TILEC_DUMP", "").replace(" ", "")
     names = {n for n in text.split(",") if n} if text != "0" else set()
-    unknown = sorted(names - set(DUMP_NAMES))
+    if stages is None:
+        return frozenset(names)
+    valid = (*stages, *DUMP_WORDS)
+    unknown = sorted(names - set(valid))
     if unknown:
         raise TilecError(f"TILEC_DUMP={text}: unknown name{'s' if len(unknown) > 1 else ''} "
                          f"{', '.join(map(repr, unknown))}; TILEC_DUMP takes a comma-separated list of "
-                         f"{', '.join(DUMP_NAMES)} (or 0 or nothing for none)")
-    return frozenset(names - {"all"} | (set(STAGES) if "all" in names else set()))
+                         f"{', '.join(valid)} (or 0 or nothing for none)")
+    return frozenset(names - {"all"} | (set(stages) if "all" in names else set()))
 
 
 def dump_dir() -> Path:

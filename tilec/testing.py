@@ -49,11 +49,14 @@ class Timer(Protocol):
     def flush_l2(self) -> None: ...
 
 
+#: Where ``do_bench`` can time work, named as the launcher names where arrays live (``launch/args.py``).
 DEVICES = ("cuda", "host")
+DEFAULT_DEVICE = "cuda"
 
 
 def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
-             quantiles: Optional[Sequence[float]] = None, return_mode: str = "median", device: str = "cuda"):
+             quantiles: Optional[Sequence[float]] = None, return_mode: str = "median",
+             device: str = DEFAULT_DEVICE):
     """Milliseconds one call of ``fn`` takes on the current CUDA device, or on
     the host with ``device="host"`` (kernels on host arrays: the interpreter).
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tilec.launch import cache
-from tilec.launch.cache_entry import GPU_SECTIONS, EntryError, pack_entry, unpack_entry
+from tilec.launch.cache_entry import EntryError, kernel_sections, pack_entry, unpack_entry
 
 from launch.kernels import add_kernel, fresh
 from launch.test_cache import disk_cache, kernel_files, vectors  # noqa: F401 (a fixture)
@@ -202,6 +202,13 @@ GENUINE = pack_entry("kernel", {"name": "k", "metadata": {"name": "k"}},
 
 # --- the container, by property ------------------------------------------------------------------
 SECTION_CONTENTS = st.one_of(st.text(), st.binary())
+GPU_SECTIONS = kernel_sections("sm_90")
+
+
+def test_the_sections_are_the_ir_and_the_backends_stages():
+    assert kernel_sections("host") == {"fn": "text", "tir": "text"}
+    assert GPU_SECTIONS == {"fn": "text", "tir": "text", "tir-gpu": "text", "llir": "text", "ptx": "text",
+                            "cubin": "bytes"}
 
 
 @given(sections=st.dictionaries(st.sampled_from(sorted(GPU_SECTIONS)), SECTION_CONTENTS),

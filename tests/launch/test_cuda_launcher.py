@@ -16,7 +16,7 @@ from launch.fake_gpu import FakeCudaArray, arrays, gpu  # noqa: F401 (gpu: a fix
 from launch.kernels import add_kernel, fresh, scalars_kernel, transpose_kernel
 from tilec.errors import OutOfResources, TilecError
 from tilec.backends.nvidia import cuda, cuda_driver as cd
-from tilec.launch.jit import LAUNCHERS
+from tilec.targets import registry
 from tilec.backends.nvidia import ptxas
 
 
@@ -255,5 +255,5 @@ def test_compile_targets_the_device_of_cuda_arrays(gpu):
     assert fresh(add_kernel).compile(*arrays(), 100).target == "sm_86"
 
 
-def test_launchers_are_registered():
-    assert LAUNCHERS["cuda"] is cuda
+def test_the_launcher_of_cuda_arrays_is_the_nvidia_backends():
+    assert registry.backend_for_place("cuda").launcher() is cuda

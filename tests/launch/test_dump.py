@@ -93,8 +93,9 @@ def test_default_directory_and_what_is_not_a_stage(tmp_path, monkeypatch, capsys
     assert [p.suffix for p in (tmp_path / "tilec-dump").iterdir()] == [".ptx"]
 
 
-READERS = {"dump": lambda: dump.requested(), "pass manager": lambda: pass_manager.dump_requested(),
-           "cache": lambda: cache.bypassed()}
+# The pass manager only looks for ``ir``: it cannot know the backends' stages, and the
+# launcher (these readers) checks every name before a compile reaches the passes.
+READERS = {"dump": lambda: dump.requested(), "cache": lambda: cache.bypassed()}
 
 
 @pytest.mark.parametrize("value", ["bogus", "1", "ptx,llvm", "PTX", "tir,ir,irx", "true", "ptx;llir"])
@@ -114,7 +115,7 @@ def test_an_unknown_name_is_an_error_naming_the_valid_ones(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("value, stages, ir", [("", set(), False), ("0", set(), False), ("ptx", {"ptx"}, False),
                                                (" tir , llir,", {"tir", "llir"}, False), ("ir", set(), True),
-                                               ("all,ir", set(dump.STAGE_FILES), True)])
+                                               ("all,ir", set(dump.dump_stages()), True)])
 def test_valid_names_are_read_alike_everywhere(monkeypatch, value, stages, ir):
     monkeypatch.setenv("TILEC_DUMP", value)
     monkeypatch.setenv("TILEC_CHECK", "0")

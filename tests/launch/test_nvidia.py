@@ -1,4 +1,4 @@
-"""``kernel.compile(..., target=...)`` and the NVIDIA pipeline (``launch/nvidia.py``):
+"""``kernel.compile(..., target=...)`` and the NVIDIA pipeline (``backends/nvidia/stages.py``):
 every stage's output, metadata from ptxas, target choice and errors.  Needs no
 GPU and no driver: this runs on CI (ptxas from the nvidia-cuda-nvcc wheel)."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from launch.kernels import add_kernel, fresh, scalars_kernel, transpose_kernel
 from tilec.errors import OutOfResources
 from tilec.backends.nvidia import cuda, stages as nvidia
-from tilec.launch.compiler import TARGETS
 from tilec.backends.nvidia import ptxas
 from tilec.backends.nvidia.target import ARCHS
+from tilec.targets import registry
 
 
 def vectors(n=4096):
@@ -29,7 +29,8 @@ def compiled_sm90():
 def test_every_stage_is_kept(compiled_sm90):
     k = compiled_sm90
     assert list(k.asm) == ["tir", "tir-opt", "tir-gpu", "llir", "ptx", "cubin"]
-    assert [name for name, _ in nvidia.STAGES] == ["tir-gpu", "llir", "ptx", "cubin"]
+    assert [s.name for s in nvidia.STAGES] == ["tir-gpu", "llir", "ptx", "cubin"]
+    assert registry.backend_for("sm_90").stages is nvidia.STAGES
     assert "blocked<" in k.asm["tir-gpu"] and "blocked<" not in k.asm["tir-opt"]
     assert "define ptx_kernel void @add_kernel(" in k.asm["llir"]
     assert ".visible .entry add_kernel(" in k.asm["ptx"] and ".target sm_90" in k.asm["ptx"]
@@ -60,7 +61,7 @@ def test_unknown_target_lists_the_valid_ones():
     with pytest.raises(ValueError, match=re.escape("unknown target 'sm_75'; tilec compiles for host, sm_80, sm_86, "
                                                    "sm_89, sm_90, sm_90a")):
         fresh(add_kernel).compile(*vectors(), target="sm_75")
-    assert TARGETS == ("host",) + ARCHS
+    assert registry.target_names() == ("host",) + ARCHS
 
 
 def test_host_arrays_compile_for_the_host_unless_told():

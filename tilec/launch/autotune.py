@@ -344,7 +344,7 @@ class Autotuner(KernelWrapper):
                    plans: dict[Config, LaunchPlan], progress: "Progress") -> dict[Config, list[float]]:
         named = self.named_args(args, kwargs)
         saved = {name: copy_array(named[name]) for name in self.restore_value if named[name] is not None}
-        place = next(iter(plans.values())).place if plans else "cuda"
+        place = next(iter(plans.values())).place if plans else testing.DEFAULT_DEVICE
         timings = {}
         for i, config in enumerate(configs):
             with naming_config(self.__name__, config):
@@ -381,9 +381,8 @@ class Autotuner(KernelWrapper):
         if self.do_bench is not None:
             timing = self.do_bench(kernel_call, quantiles=QUANTILES)
         else:
-            device = "host" if place == "host" else "cuda"
             timing = testing.do_bench(kernel_call, warmup=self.num_warmups, rep=self.num_reps, quantiles=QUANTILES,
-                                      device=device)
+                                      device=place)
         return list(timing) if isinstance(timing, (list, tuple)) else [timing]
 
     def _zero(self, named: dict) -> None:
@@ -466,19 +465,13 @@ def wrapper_chain(fn: Any) -> list[Any]:
 
 
 def device_label(plan: Optional[LaunchPlan]) -> str:
-    """``"host"``, or the target and the GPU's name (``"sm_90 NVIDIA H100 80GB HBM3"``)."""
+    """What a tuning result is kept for: the target and the name of the device
+    the arrays live on (``"<arch> <GPU name>"``, from the launcher), or the
+    target alone where there is one device (``"host"``)."""
     if plan is None:
         return "unknown"
-    if plan.place == "host":
-        return "host"
-    if plan.place != "cuda":
-        return f"{plan.place} {plan.target}"
-    from tilec.backends.nvidia import cuda_driver
-
-    device = plan.device
-    if device is None:
-        device = cuda_driver.pointer_device(next(a.value for a in plan.args if a.place is not None))
-    return f"{plan.target} {cuda_driver.device_name(device)}"
+    name = plan.launcher.device_name(plan.args, plan.device)
+    return plan.target if name is None else f"{plan.target} {name}"
 
 
 @contextlib.contextmanager

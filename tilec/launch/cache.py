@@ -14,9 +14,10 @@ source of the kernel and of every ``@jit`` function, plain function and
 compile-time global it reads (followed through callees, ``source_fingerprint``),
 the file and line it starts at (locations in the IR name them), the
 specialization (every argument's type, attributes or constexpr value), the
-options, the target, for a GPU the toolchain (LLVM's version, which ptxas and
-libdevice), and ``tilec_source_hash()``: a changed compiler never reuses
-a stale binary.  A value with no stable text (an object whose repr is its
+options, the target, the toolchain of the target's backend
+(``Backend.toolchain``: for a GPU, LLVM's version and which assembler and math
+library are installed), and ``tilec_source_hash()``: a changed compiler never
+reuses a stale binary.  A value with no stable text (an object whose repr is its
 address) makes the variant uncacheable: it is compiled, never stored.
 
 Every entry is ``MAGIC``, the payload's length and SHA-256, then the payload:
@@ -32,7 +33,7 @@ runtime error of a cached kernel still names the user's line), with the IR parse
 instead of rebuilding it: the launchers need ``CompiledKernel.fn``, and parsing
 costs a fraction of building and optimizing (about 4 ms against 19 ms for the
 softmax tutorial on the host, 17 ms against 70 ms for the matmul; against 0.1 s
-and 0.65 s for their sm_90 compiles), so host variants are cached too.
+and 0.65 s for their GPU compiles), so host variants are cached too.
 """
 from __future__ import annotations
 
@@ -49,17 +50,19 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from tilec import language as tl
-from tilec.environment import cache_dir, cache_enabled, check_enabled, dump_names
+from tilec.environment import cache_dir, cache_enabled, check_enabled
 from tilec.frontend.source import FunctionSource, closure_values, read_source
 from tilec.launch.args import KernelArg
 from tilec.launch.cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
-from tilec.launch.compiler import HOST, CompiledKernel, Options
+from tilec.launch.compiler import CompiledKernel, Options
+from tilec.launch.dump import requested_names
+from tilec.targets.registry import backend_for
 
 MAGIC = b"tilec-cache\n"
 HEADER = len(MAGIC) + 8 + 32  # magic, payload length (8 bytes, little endian), sha256 of the payload
 KINDS = ("kernel", "tuning")
 TEMP_SUFFIX = ".tmp"
-MAX_ENTRY_BYTES = 256 << 20  # far above any kernel's stages (a cubin is a few MB)
+MAX_ENTRY_BYTES = 256 << 20  # far above any kernel's stages (a GPU binary is a few MB)
 
 log = logging.getLogger("tilec.cache")
 
@@ -392,30 +395,7 @@ def _global_references(tree: ast.AST) -> list[tuple[str, tuple[str, ...]]]:
 def kernel_key(pyfn: types.FunctionType, args: Sequence[KernelArg], options: Options, target: str) -> str:
     """The cache key of one variant (raises ``Uncacheable``)."""
     return digest(FORMAT, tilec_source_hash(), source_fingerprint(pyfn), [a.key for a in args],
-                  options, target, toolchain(target))
-
-
-def toolchain(target: str) -> tuple:
-    """What a GPU variant's bytes also depend on: LLVM (llvmlite's version) and
-    the ptxas and libdevice files found (path, size, mtime: no subprocess), so
-    installing ptxas, say, is not answered with a cached kernel that has no cubin."""
-    if target == HOST:
-        return ()
-    import llvmlite
-
-    from tilec.backends.nvidia import ptxas
-
-    return (llvmlite.__version__, _file_identity(ptxas.find_ptxas()), _file_identity(ptxas.find_libdevice()))
-
-
-def _file_identity(path: Optional[Path]) -> Optional[tuple]:
-    if path is None:
-        return None
-    try:
-        stat = Path(path).stat()
-    except OSError:
-        return (str(path), None)
-    return (str(path), stat.st_size, stat.st_mtime_ns)
+                  options, target, backend_for(target).toolchain(target))
 
 
 # --------------------------------------------------------------------------- #
@@ -431,7 +411,7 @@ def bypassed() -> Optional[str]:
         return "TILEC_CACHE=0"
     if check_enabled():
         return "TILEC_CHECK is set"
-    return "TILEC_DUMP is set" if dump_names() else None
+    return "TILEC_DUMP is set" if requested_names() else None
 
 
 def load_or_compile(pyfn: types.FunctionType, args: Sequence[KernelArg], options: Options, target: str,

@@ -3,16 +3,17 @@
 A payload is one line of JSON, the header, then the raw bytes of its sections
 back to back::
 
-    {"format": 2, "kind": "kernel", "sections": [{"name": "ptx", "kind": "text", "size": 5512}, ...], ...}\\n
-    <the 5512 bytes of "ptx">...
+    {"format": 2, "kind": "kernel", "sections": [{"name": "llir", "kind": "text", "size": 5512}, ...], ...}\\n
+    <the 5512 bytes of "llir">...
 
-The header names each section (from a fixed list the reader expects: a section
-name is never a path), says whether it is UTF-8 ``text`` or raw ``bytes``, and
-gives its size; the sizes must add up to exactly the bytes that follow.  The
-header's other fields are plain JSON, rebuilt field by field with their types
-checked (``KernelMetadata`` from its annotations).  Nothing is unpickled,
-evaluated or imported: an entry crafted to run code is only a malformed entry
-(``EntryError``), which the cache counts as corrupt and recompiles.
+The header names each section (from a fixed list the reader expects: the IR
+and the stages of the target's backend; a section name is never a path), says
+whether it is UTF-8 ``text`` or raw ``bytes``, and gives its size; the sizes
+must add up to exactly the bytes that follow.  The header's other fields are
+plain JSON, rebuilt field by field with their types checked (``KernelMetadata``
+from its annotations).  Nothing is unpickled, evaluated or imported: an entry
+crafted to run code is only a malformed entry (``EntryError``), which the cache
+counts as corrupt and recompiles.
 
 The same bytes carry a kernel from the autotuner's compile workers back to the
 parent process (``serialize_kernel``), so no pickle is on that path either.
@@ -26,15 +27,23 @@ from typing import Any, Mapping, Sequence
 
 from tilec.ir.core import Function
 from tilec.launch.args import KernelArg
-from tilec.launch.compiler import HOST, CompiledKernel, KernelMetadata, Options
+from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options
+from tilec.targets.registry import backend_for
 
 FORMAT = 2  # bump when the layout changes: older entries are then malformed, and recompiled
 SECTION_KINDS = {str: "text", bytes: "bytes"}
-#: The sections a kernel entry may hold, with their kind: ``fn``, the optimized IR printed
+#: The sections every kernel entry holds, with their kind: ``fn``, the optimized IR printed
 #: with source locations (``asm["tir-opt"]`` is the same without them: printed again on
-#: reading, so the two cannot disagree), and every other stage of ``asm``.
-HOST_SECTIONS = {"fn": "text", "tir": "text"}
-GPU_SECTIONS = {**HOST_SECTIONS, "tir-gpu": "text", "llir": "text", "ptx": "text", "cubin": "bytes"}
+#: reading, so the two cannot disagree), and ``tir``, the IR as built.
+REQUIRED_SECTIONS = {"fn": "text", "tir": "text"}
+
+
+def kernel_sections(target: str) -> dict[str, str]:
+    """The sections a kernel entry for ``target`` may hold, with their kind: the
+    required ones and each stage of ``target``'s backend (which may be missing:
+    a pipeline that ended early)."""
+    stages = backend_for(target).stages
+    return {**REQUIRED_SECTIONS, **{s.name: "bytes" if s.binary else "text" for s in stages}}
 
 
 class EntryError(ValueError):
@@ -122,13 +131,13 @@ def deserialize_kernel(payload: bytes, args: Sequence[KernelArg], options: Optio
     from tilec.ir.printer import print_function
     from tilec.launch.compiler import _arg_spec
 
-    header, sections = unpack_entry(payload, "kernel", HOST_SECTIONS if target == HOST else GPU_SECTIONS)
+    header, sections = unpack_entry(payload, "kernel", kernel_sections(target))
     name = header.get("name")
     expect(isinstance(name, str) and name.isidentifier(), f"the kernel name {name!r} is not an identifier")
     metadata = kernel_metadata(header.get("metadata"))
     expect((metadata.name, metadata.target, metadata.num_warps, metadata.num_stages)
            == (name, target, options.num_warps, options.num_stages), "the metadata is for another variant")
-    expect(set(HOST_SECTIONS) <= set(sections), "a stage is missing")
+    expect(set(REQUIRED_SECTIONS) <= set(sections), "a stage is missing")
     specs = tuple(_arg_spec(a) for a in args)
     fn = kernel_ir(sections.pop("fn"), name, specs)
     asm = {"tir": sections.pop("tir"), "tir-opt": print_function(fn), **sections}

@@ -1,11 +1,12 @@
 """One specialized variant of a kernel: Python function + argument specs ->
-tile IR (built, checked, optimized) and, for a GPU target, the stages of
-``nvidia.py`` (layouts, LLVM IR, PTX, cubin), held by a ``CompiledKernel``
-with its ``KernelMetadata`` (resources and a cost estimate).  ``TILEC_DUMP``
-writes each stage to a file as it is made (``dump.py``).
+tile IR (built, checked, optimized), then the stages of the target's backend
+(``targets/registry.py``: for a GPU, layouts, LLVM IR, assembly, binary), held
+by a ``CompiledKernel`` with its ``KernelMetadata`` (resources and a cost
+estimate).  ``TILEC_DUMP`` writes each stage to a file as it is made
+(``dump.py``).
 
-Targets are ``"host"`` (the interpreter runs ``fn``) and the NVIDIA archs
-``sm_80 sm_86 sm_89 sm_90 sm_90a``; compiling for one needs no GPU.
+Which targets there are is the backends' business (``registry.target_names()``:
+the host interpreter's, each GPU arch); compiling for a GPU needs none.
 
 With ``TILEC_CHECK=1`` in the environment (the test suite sets it) the IR as
 built is verified and must read back from its text form unchanged; the pass
@@ -20,19 +21,9 @@ from typing import Any, Callable, Optional, Sequence
 from tilec.environment import check_enabled
 from tilec.ir.core import Function
 from tilec.ir.printer import print_function
-from tilec.backends.nvidia.target import ARCHS
 from tilec.launch.args import KernelArg
 from tilec.launch.dump import dump_stage
-
-HOST = "host"
-TARGETS = (HOST,) + ARCHS
-
-
-def check_target(target: Any) -> str:
-    """``target`` when tilec compiles for it; a ValueError naming the valid ones otherwise."""
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; tilec compiles for {', '.join(TARGETS)}")
-    return target
+from tilec.targets.registry import Stage, backend_for
 
 
 @dataclass(frozen=True)
@@ -42,8 +33,8 @@ class Options:
 
     * ``num_ctas``: blocks per thread-block cluster; only 1 yet (clusters come
       with the Hopper work), anything else is an error rather than ignored;
-    * ``maxnreg``: the most registers a thread may use (``.maxnreg`` in the
-      PTX; ptxas spills beyond it); the host has no registers and ignores it;
+    * ``maxnreg``: the most registers a thread may use (the GPU assembler
+      spills beyond it); the host has no registers and ignores it;
     * ``enable_fp_fusion``: whether ``a * b + c`` on floats may become one
       ``fma`` (rounded once); False keeps the multiply and the add apart, each
       rounded, on every target (the interpreter never fuses).
@@ -84,7 +75,7 @@ class KernelMetadata:
     Triton's ``kernel.metadata`` names: ``num_warps``, ``num_ctas``...).
     ``shared`` is the dynamic shared memory per block in bytes (requested at
     launch); ``registers`` (per thread) and the spill byte counts come from
-    ``ptxas -v`` and are None without ptxas (or on the host).
+    the backend's assembler and are None without it (or on the host).
 
     The cost estimate (``opt/cost.py``) is per program of the grid, from the
     optimized tile IR: ``bytes_moved`` (loads, stores, atomics; masked-off
@@ -119,29 +110,30 @@ class CompiledKernel:
 
     ``fn`` is the optimized tile IR (the host launcher interprets it); ``asm``
     holds every stage's output by name: ``"tir"`` (as built, before passes),
-    ``"tir-opt"``, then for a GPU target ``"tir-gpu"`` (layouts assigned),
-    ``"llir"`` (optimized LLVM IR), ``"ptx"`` and ``"cubin"`` (bytes; only when
-    ptxas is found).  ``runtime`` is the launcher's per-device state (the
-    loaded function and argument packer), filled on first launch.
+    ``"tir-opt"``, then each of the target's backend's ``stages`` (for a GPU:
+    ``"tir-gpu"`` with layouts assigned, ``"llir"`` the optimized LLVM IR, its
+    assembly text and, when the assembler is installed, the binary as bytes).
+    ``runtime`` is the launcher's per-device state (the loaded function and
+    argument packer), filled on first launch.
     """
 
     name: str
     fn: Function
     specs: tuple
     options: Options
-    target: str = HOST
+    target: str
     asm: dict[str, Any] = field(default_factory=dict)
     metadata: Optional[KernelMetadata] = None
     runtime: dict = field(default_factory=dict)
 
     @property
     def n_regs(self) -> Optional[int]:
-        """Registers per thread (ptxas's count; None on the host or without ptxas), Triton's name."""
+        """Registers per thread (the assembler's count; None on the host or without it), Triton's name."""
         return self.metadata.registers if self.metadata else None
 
     @property
     def n_spills(self) -> Optional[int]:
-        """Bytes spilled to local memory per thread (ptxas's spill stores), Triton's name."""
+        """Bytes spilled to local memory per thread (the assembler's spill stores), Triton's name."""
         return self.metadata.spill_stores if self.metadata else None
 
     def runtime_args(self, args: Sequence[KernelArg]) -> list:
@@ -150,10 +142,9 @@ class CompiledKernel:
         return [by_name[n] for n in self.fn.arg_names]
 
 
-def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options,
-                    target: str = HOST) -> CompiledKernel:
+def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
     """Build, check and optimize the IR of ``pyfn`` specialized for ``args``,
-    then run ``target``'s stages."""
+    then run the stages of ``target``'s backend."""
     from tilec.ast_parse import build_ir  # the front end pulls in the whole language: load it on first compile
 
     from tilec.opt import optimize
@@ -167,12 +158,22 @@ def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options,
     compiled.asm["tir-opt"] = print_function(compiled.fn)
     dump_stage(compiled, "tir-opt")
     compiled.metadata = _metadata(compiled)
-    if target != HOST:
-        from tilec.backends.nvidia.stages import compile_for_gpu  # loads LLVM: only GPU targets need it
-
-        compile_for_gpu(compiled)
+    backend_for(target).compile(compiled)
     dump_stage(compiled, "metadata")
     return compiled
+
+
+def run_stages(compiled: CompiledKernel, stages: Sequence[Stage], context: Any) -> None:
+    """Run a backend's ``stages`` in order from ``compiled.fn``, each output
+    kept in ``compiled.asm`` under the stage's name (IR printed) and dumped as
+    it is made (``TILEC_DUMP``); a stage that returns None ends the run."""
+    value: Any = compiled.fn
+    for stage in stages:
+        value = stage.run(value, context)
+        if value is None:
+            return
+        compiled.asm[stage.name] = print_function(value) if isinstance(value, Function) else value
+        dump_stage(compiled, stage.name)
 
 
 def _metadata(compiled: CompiledKernel) -> KernelMetadata:

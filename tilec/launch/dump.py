@@ -1,7 +1,8 @@
 """``TILEC_DUMP``: write the stages of every kernel tilec compiles to files.
 
 ``TILEC_DUMP`` is a comma-separated list of stage names (``tir``,
-``tir-opt``, ``tir-gpu``, ``llir``, ``ptx``, ``cubin``), ``metadata`` (the
+``tir-opt``, then every registered backend's stages: ``tir-gpu``, ``llir``
+and the GPU's assembly and binary for the NVIDIA one), ``metadata`` (the
 ``KernelMetadata`` as JSON), or ``all`` for every one of them.  Each stage of
 each compiled variant is written as it is made (so a compile that fails later
 leaves the stages before the failure) to ``TILEC_DUMP_DIR`` (default
@@ -15,7 +16,8 @@ stderr: ``opt/pass_manager.py``); ``all`` does not include it.  Any other
 name (``TILEC_DUMP=1``, ``llvm``, a typo) is an error listing the valid ones,
 not silently nothing; unset, empty or ``0`` dumps nothing.
 ``environment.dump_names`` is the one reader of ``TILEC_DUMP``: this file,
-the pass manager and the cache (which a dump bypasses) all ask it.
+the pass manager and the cache (which a dump bypasses) all ask it; this file
+tells it the stages (``dump_stages``: the backends' come from the registry).
 """
 from __future__ import annotations
 
@@ -26,17 +28,35 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from tilec.environment import STAGES, dump_dir, dump_names
+from tilec.environment import dump_dir, dump_names
 from tilec.errors import TilecError
+from tilec.targets.registry import backend_for, stage_names
 
-# stage -> file extension, in the order ``all`` writes them.
-STAGE_FILES = dict(zip(STAGES, ("tir", "opt.tir", "gpu.tir", "ll", "ptx", "cubin", "json")))
+#: The stages every compile makes before its backend's, with their files' extensions.
+GENERIC_FILES = {"tir": "tir", "tir-opt": "opt.tir"}
+METADATA, METADATA_FILE = "metadata", "json"
+
 _announced: set[Path] = set()  # variants whose first file was reported on stderr
+
+
+def asm_stages() -> tuple[str, ...]:
+    """Every name a ``CompiledKernel.asm`` may hold: the generic stages, then every backend's."""
+    return (*GENERIC_FILES, *stage_names())
+
+
+def dump_stages() -> tuple[str, ...]:
+    """Every stage ``TILEC_DUMP`` may name, in the order ``all`` writes them."""
+    return (*asm_stages(), METADATA)
+
+
+def requested_names() -> frozenset[str]:
+    """Every name ``TILEC_DUMP`` lists, ``all`` expanded; a TilecError naming the valid ones for any other."""
+    return dump_names(dump_stages())
 
 
 def requested() -> frozenset[str]:
     """The stages ``TILEC_DUMP`` asks to write (``ir`` is the pass manager's, not a file)."""
-    return dump_names() & STAGE_FILES.keys()
+    return requested_names() - {"ir"}
 
 
 def variant_id(compiled: Any) -> str:
@@ -53,12 +73,21 @@ def variant_prefix(directory: Path, compiled: Any) -> Path:
 def stage_path(directory: Path, compiled: Any, stage: str) -> Path:
     """Where ``stage`` of ``compiled`` goes in ``directory``."""
     prefix = variant_prefix(directory, compiled)
-    return prefix.with_name(f"{prefix.name}.{STAGE_FILES[stage]}")
+    return prefix.with_name(f"{prefix.name}.{stage_suffix(compiled, stage)}")
+
+
+def stage_suffix(compiled: Any, stage: str) -> str:
+    """The extension of ``stage``'s file: a generic stage's, or that of the stage of ``compiled``'s backend."""
+    if stage == METADATA:
+        return METADATA_FILE
+    if stage in GENERIC_FILES:
+        return GENERIC_FILES[stage]
+    return next(s.suffix for s in backend_for(compiled.target).stages if s.name == stage)
 
 
 def stage_content(compiled: Any, stage: str) -> "str | bytes":
     """What the file of ``stage`` holds: the stage's output, or the metadata as JSON."""
-    if stage == "metadata":
+    if stage == METADATA:
         return json.dumps(dataclasses.asdict(compiled.metadata), indent=2) + "\n"
     return compiled.asm[stage]
 
@@ -68,7 +97,7 @@ def write_stages(compiled: Any, stages: Iterable[str], directory: Path) -> list[
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for stage in stages:
-        if stage != "metadata" and stage not in compiled.asm:
+        if stage != METADATA and stage not in compiled.asm:
             continue
         path = stage_path(directory, compiled, stage)
         content = stage_content(compiled, stage)

@@ -6,8 +6,9 @@
 1. bind the arguments to the Python signature (defaults applied);
 2. classify each one (``args.classify_arg``): constexprs, specialized scalars,
    pointers and where their memory lives;
-3. pick the launcher for that place (all host -> ``host.py``, the interpreter;
-   all on one CUDA device -> ``cuda.py``; a mix is an error naming the arrays);
+3. pick the launcher for that place from the backend registry
+   (``targets/registry.py``: all host -> the interpreter; all on one GPU ->
+   that GPU's backend; a mix is an error naming the arrays);
 4. ask the launcher for the target (``"host"``, or the device's arch) and look
    the variant up in ``kernel.cache`` -- keyed by every argument's type,
    attributes and constexpr value, the options and the target -- then, on a
@@ -27,11 +28,12 @@ first launch, a binding error, a value only ``classify_arg`` can judge
 (``NotFast``) -- takes the general path, so every check and error message
 lives there alone.
 
-A launcher is a module with ``target(args, device)``, ``default_target(args,
-device)`` (what ``compile`` picks), ``launch(compiled, grid, args, device,
-stream)`` and ``fast_launch(compiled, args, device)`` (a function of the grid,
-every argument's launch value and the stream, or None), registered in
-``LAUNCHERS`` by place.
+A launcher (``registry.Launcher``) has ``target(args, device)``,
+``default_target(args, device)`` (what ``compile`` picks), ``launch(compiled,
+grid, args, device, stream)``, ``fast_launch(compiled, args, device)`` (a
+function of the grid, every argument's launch value and the stream, or None)
+and ``device_name(args, device)``; the backend whose ``places`` hold a place
+gives the launcher for it.
 """
 from __future__ import annotations
 
@@ -39,23 +41,19 @@ import functools
 import inspect
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
 
 from tilec.launch import cache as disk_cache
-from tilec.backends.nvidia import cuda
-from tilec.backends.interpreter import launcher as host
 from tilec.frontend.common import is_constexpr_annotation
 from tilec.frontend.source import read_source
 from tilec.errors import TilecError, require_function
 from tilec.launch.args import KernelArg, NotFast, classify_arg
 from tilec.launch.binder import make_binder, make_specializer
-from tilec.launch.compiler import OPTION_DEFAULTS, CompiledKernel, Options, check_target, compile_variant
+from tilec.launch.compiler import OPTION_DEFAULTS, CompiledKernel, Options, compile_variant
 from tilec.launch.global_values import GlobalRead, check_globals, read_globals
 from tilec.launch.grid import Grid, grid_dims, normalize_grid
 from tilec.launch.params import kernel_params, spec_tables, unspecialize
-
-LAUNCHERS: dict[str, ModuleType] = {"host": host, "cuda": cuda}
+from tilec.targets.registry import HOST_PLACE, Launcher, backend_for, backend_for_place
 
 #: Triton's launch options that change how a kernel is launched, not its code
 #: (those are ``Options``), with their defaults.  A cooperative grid (blocks
@@ -165,18 +163,19 @@ class JITFunction(KernelInterface):
     def compile(self, *args: Any, target: Optional[str] = None, **kwargs: Any) -> CompiledKernel:
         """The variant these arguments select for ``target``, compiled (from the cache when it is there).
 
-        ``target`` is ``"host"`` or an NVIDIA arch (``"sm_80"`` ... ``"sm_90a"``);
-        compiling for an arch needs no GPU.  Left out, it is where a launch with
-        these arguments would run: ``"host"`` for host arrays; for CUDA arrays
-        their device's arch, or ``"sm_90"`` on a machine with no usable GPU.
-        Launch options are keywords, as in a launch.
+        ``target`` is ``"host"`` or a GPU arch (``python -m tilec info`` lists
+        them all); compiling for an arch needs no GPU.  Left out, it is where a
+        launch with these arguments would run: ``"host"`` for host arrays; for
+        GPU arrays their device's arch, or the GPU backend's default arch on a
+        machine with no usable GPU.  Launch options are keywords, as in a launch.
         """
         kwargs, options = self._take_options(kwargs)
         classified = self._classify(self._bind(args, kwargs))
         if target is None:
             place, device = common_place(classified, self.__name__)
             target = self._launcher(place).default_target(classified, device)
-        return self._variant(classified, code_options(options, self.__name__), check_target(target))
+        backend_for(target)  # an unknown target is a ValueError naming the valid ones, before any compile
+        return self._variant(classified, code_options(options, self.__name__), target)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TilecError(f"kernel `{self.__name__}` is launched with a grid, `{self.__name__}[grid](...)`; "
@@ -265,11 +264,12 @@ class JITFunction(KernelInterface):
         classified = [classify_arg(n, v, n in self.constexprs, self.__name__) for n, v in bound.items()]
         return unspecialize(classified, self.params) if self._unspecialized else classified
 
-    def _launcher(self, place: str) -> ModuleType:
-        if place not in LAUNCHERS:
+    def _launcher(self, place: str) -> Launcher:
+        backend = backend_for_place(place)
+        if backend is None:
             raise TilecError(f"kernel `{self.__name__}`: running on {place} devices is not supported yet; "
                              "pass numpy arrays to run on the host")
-        return LAUNCHERS[place]
+        return backend.launcher()
 
     def _watch_globals(self) -> None:
         """With no variant in the cache (none compiled yet, a failed compile,
@@ -307,7 +307,7 @@ class LaunchPlan:
     args: list[KernelArg]
     place: str
     device: Optional[int]
-    launcher: ModuleType
+    launcher: Launcher
     options: Options
     target: str
 
@@ -412,7 +412,7 @@ def common_place(args: Sequence[KernelArg], kernel: str) -> tuple[str, Optional[
         elif a.device is not None and a.device != device:
             raise ValueError(f"kernel `{kernel}` got arrays on different devices ({_listing(args, _device_of)}); "
                              "pass them all on one device")
-    return place or "host", device
+    return place or HOST_PLACE, device
 
 
 def _place_of(a: KernelArg) -> Optional[str]:

@@ -23,7 +23,7 @@ Pass = Callable[[Function], Function]
 
 
 def dump_requested() -> bool:
-    """True when ``TILEC_DUMP`` names ``ir`` (``environment.dump_names`` rejects unknown names)."""
+    """True when ``TILEC_DUMP`` names ``ir`` (``launch/dump.py`` rejects unknown names before a compile)."""
     return "ir" in dump_names()
 
 

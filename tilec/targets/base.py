@@ -31,11 +31,11 @@ class Target:
     """One compilation target. Data only: code that needs a different value per
     target reads a field here instead of testing the target's name."""
 
-    name: str  # unique across backends, e.g. "nvptx-sm_90"; part of cache keys
+    name: str  # unique across backends, e.g. "<llvm target>-<arch>"; part of cache keys
     triple: str  # LLVM target triple
     data_layout: str  # LLVM data layout string, as LLVM itself reports it
-    cpu: str  # LLVM CPU name, e.g. "sm_90a"
-    features: str  # LLVM feature string, e.g. "+ptx85"
+    cpu: str  # LLVM CPU name (a GPU's arch, "x86-64"...)
+    features: str  # LLVM feature string, e.g. "+avx2" (a GPU backend's: its ISA version)
     warp_size: int  # threads that execute in lockstep (32 NVIDIA, 64 AMD CDNA)
     default_shared_bytes: int  # shared memory per block without opting in
     max_shared_bytes: int  # shared memory per block after opting in
@@ -49,7 +49,7 @@ class Target:
     async_copies: bool = False
 
     def emit_assembly(self, llvm_ir: str) -> str:
-        """Assembly text (PTX for NVPTX) for the module in `llvm_ir`.
+        """Assembly text (a GPU's virtual ISA, a CPU's assembly) for the module in `llvm_ir`.
 
         Raises RuntimeError when the text does not parse or verify. A fresh
         module is parsed on every call because emission mutates the module.

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
+from tilec.backends.interpreter import TARGET
 from tilec.errors import InterpreterError
 from tilec.launch.args import KernelArg
-from tilec.launch.compiler import HOST, CompiledKernel
+from tilec.launch.compiler import CompiledKernel
 
 if TYPE_CHECKING:
     from tilec.opt.written_pointers import WriteSite
@@ -26,10 +27,15 @@ if TYPE_CHECKING:
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
     """Host arrays run the host variant (the optimized tile IR)."""
-    return HOST
+    return TARGET
 
 
 default_target = target  # what kernel.compile picks for host arrays: the same
+
+
+def device_name(args: Sequence[KernelArg], device: Optional[int]) -> None:
+    """None: there is one host, its results are kept under the target alone."""
+    return None
 
 
 def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: Optional[int]) -> None:

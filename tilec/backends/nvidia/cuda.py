@@ -34,14 +34,11 @@ from typing import Any, Callable, Optional, Sequence
 from tilec.environment import sync_enabled
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType
-from tilec.backends.nvidia.target import ARCHS, WARP_SIZE
+from tilec.backends.nvidia.target import ARCHS, DEFAULT_ARCH, WARP_SIZE
 from tilec.backends.nvidia import cuda_driver as cd, libcuda
 from tilec.launch.args import KernelArg
 from tilec.launch.compiler import CompiledKernel
 from tilec.backends.nvidia.stages import check_registers
-
-# What ``kernel.compile(...)`` targets for CUDA arrays on a machine with no usable GPU.
-FALLBACK_TARGET = "sm_90"
 
 # Errors that stay with the context once a kernel has faulted: every later
 # call reports them, so the launch that sees one is usually not the culprit.
@@ -53,13 +50,22 @@ STICKY_ERRORS = frozenset({
 _last_launched: list[str] = [""]  # the kernel name a sticky error most likely belongs to
 
 
+def check_available() -> None:
+    """A ``CudaUnavailable`` saying why kernels cannot run on an NVIDIA GPU here
+    (no cuda-python, no driver, no device); nothing when they can."""
+    if cd.device_count() == 0:
+        raise cd.CudaUnavailable("the CUDA driver finds no device; kernels can still run on the host "
+                                 "with numpy arrays")
+
+
 @functools.cache
 def available() -> bool:
     """True when kernels can run on an NVIDIA GPU here (cuda-python, a driver and a device)."""
     try:
-        return cd.device_count() > 0
+        check_available()
     except TilecError:
         return False
+    return True
 
 
 # --- which device, which variant ----------------------------------------------
@@ -70,8 +76,13 @@ def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
 
 def default_target(args: Sequence[KernelArg], device: Optional[int]) -> str:
     """``kernel.compile``'s target for CUDA arrays: their device's arch, or
-    ``FALLBACK_TARGET`` on a machine with no usable GPU (compiling needs none)."""
-    return target(args, device) if available() else FALLBACK_TARGET
+    ``DEFAULT_ARCH`` on a machine with no usable GPU (compiling needs none)."""
+    return target(args, device) if available() else DEFAULT_ARCH
+
+
+def device_name(args: Sequence[KernelArg], device: Optional[int]) -> str:
+    """The name of the GPU the arrays live on (``"NVIDIA H100 80GB HBM3"``)."""
+    return cd.device_name(_resolve_device(args, device))
 
 
 @functools.cache

@@ -189,6 +189,17 @@ def compute_capability(device: int = 0) -> str:
     return f"sm_{major}{minor}"
 
 
+def device_report() -> list[tuple[str, str]]:
+    """``python -m tilec info``'s lines: the driver's CUDA version and each GPU
+    (name and arch), or one line saying why there are none."""
+    try:
+        version = check(driver().cuDriverGetVersion(), "cuDriverGetVersion")
+        devices = [(f"gpu {i}", f"{device_name(i)} ({compute_capability(i)})") for i in range(device_count())]
+    except TilecError as e:
+        return [("gpu", f"none: {(str(e).splitlines() or [type(e).__name__])[0]}")]
+    return [("driver", f"CUDA {version // 1000}.{version % 1000 // 10}")] + (devices or [("gpu", "none found")])
+
+
 def device_attribute(device: int, name: str) -> int:
     """The CUDA device attribute ``CU_DEVICE_ATTRIBUTE_<name>`` of ``device``."""
     drv = driver()

@@ -142,3 +142,25 @@ def assemble(ptx: str, arch: str) -> PtxasResult:
         cubin = out.read_bytes()
     registers, stores, loads, shared = parse_ptxas_log(log)
     return PtxasResult(cubin, registers, stores, loads, shared, log)
+
+
+def ptxas_version(path: Path) -> str:
+    """``release 12.8`` from ``ptxas --version``, or what went wrong."""
+    try:
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"cannot run it: {e}"
+    release = [line for line in out.splitlines() if "release" in line]
+    return release[0].split(",")[1].strip() if release and "," in release[0] else "version unknown"
+
+
+def toolchain_report() -> list[tuple[str, str]]:
+    """``python -m tilec info``'s lines for ptxas and libdevice: where each is, or what to install."""
+    ptxas, libdevice = find_ptxas(), find_libdevice()
+    return [
+        ("ptxas", f"{ptxas} ({ptxas_version(ptxas)})" if ptxas else
+         f"not found ({INSTALL_CUDA_TOOLS}, or set TILEC_PTXAS); GPU compiles stop at PTX"),
+        ("libdevice", str(libdevice) if libdevice else
+         f"not found ({INSTALL_CUDA_TOOLS}, or set TILEC_LIBDEVICE); kernels calling it cannot compile "
+         "for GPUs"),
+    ]

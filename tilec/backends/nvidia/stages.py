@@ -1,10 +1,11 @@
 """The NVIDIA compile pipeline: optimized tile IR -> layouts -> LLVM IR -> PTX -> cubin.
 
-A target is data (``targets.nvptx.nvptx_target(arch)``) plus an ordered list
-of stages, as in Triton's backends.  ``STAGES`` holds them as ``(name, fn)``:
-each ``fn(previous, build)`` takes the previous stage's output and the shared
-``Build`` (target, options, metadata to fill) and returns its own output,
-which lands in ``CompiledKernel.asm[name]`` (IR as text, the cubin as bytes).
+A target is data (``target.nvptx_target(arch)``) plus an ordered list of
+stages, as in Triton's backends.  ``STAGES`` holds them as
+``targets.registry.Stage``s: each ``run(previous, build)`` takes the previous
+stage's output and the shared ``Build`` (target, options, metadata to fill)
+and returns its own output, which ``launch.compiler.run_stages`` keeps in
+``CompiledKernel.asm[name]`` (IR as text, the cubin as bytes).
 
 Nothing here needs a GPU or a driver: ``kernel.compile(..., target="sm_90")``
 runs everywhere.  The cubin stage needs ``ptxas`` (the ``nvidia-cuda-nvcc``
@@ -12,22 +13,20 @@ wheel); without it the pipeline stops at PTX, which the driver compiles at
 load time, and the register check waits for the load (``cuda.py``).
 
 ``TILEC_DUMP`` naming a stage (``TILEC_DUMP=tir-gpu,llir,ptx``) writes that
-stage's output to a file as it is made (``dump.py``).
+stage's output to a file as it is made (``launch/dump.py``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import Optional
 
 from tilec.errors import OutOfResources, TilecError
 from tilec.ir.core import Function
-from tilec.ir.printer import print_function
 from tilec.targets.base import Target
+from tilec.targets.registry import Stage
 from tilec.backends.nvidia.target import REGISTERS_PER_BLOCK
-from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir
-from tilec.launch.dump import dump_stage
-
+from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir, run_stages
 
 
 @dataclass
@@ -97,7 +96,7 @@ def emit_ptx(llir: str, build: Build) -> str:
 def check_reducible(ptx: str) -> None:
     """Raise TilecError if a function in ``ptx`` has a loop with a second
     entry: ptxas does not reconverge warps there, so the loop's barriers and
-    shuffles could hang the GPU (``targets/ptx_cfg.py``)."""
+    shuffles could hang the GPU (``ptx_cfg.py``)."""
     from tilec.backends.nvidia.ptx_cfg import control_flow_graphs, irreducible_entries
 
     for graph in control_flow_graphs(ptx):
@@ -125,28 +124,22 @@ def assemble_cubin(ptx: str, build: Build) -> Optional[bytes]:
     return result.cubin
 
 
-Stage = tuple[str, Callable[[Any, Build], Any]]
+#: The stages in order, with the extension of each one's file.
 STAGES: list[Stage] = [
-    ("tir-gpu", assign_gpu_layouts),
-    ("llir", lower_to_llvm),
-    ("ptx", emit_ptx),
-    ("cubin", assemble_cubin),
+    Stage("tir-gpu", "gpu.tir", assign_gpu_layouts),
+    Stage("llir", "ll", lower_to_llvm),
+    Stage("ptx", "ptx", emit_ptx),
+    Stage("cubin", "cubin", assemble_cubin, binary=True),
 ]
 
 
 def compile_for_gpu(compiled: CompiledKernel) -> None:
     """Run every stage on ``compiled.fn`` for ``compiled.target`` (an arch),
-    filling ``compiled.asm`` and ``compiled.metadata``."""
+    filling ``compiled.asm`` and ``compiled.metadata``, then check the kernel fits."""
     from tilec.backends.nvidia.target import nvptx_target
 
     build = Build(nvptx_target(compiled.target), compiled.options, compiled.metadata)
-    value: Any = compiled.fn
-    for name, stage in STAGES:
-        value = stage(value, build)
-        if value is None:
-            break
-        compiled.asm[name] = print_function(value) if isinstance(value, Function) else value
-        dump_stage(compiled, name)
+    run_stages(compiled, STAGES, build)
     check_resources(build)
 
 

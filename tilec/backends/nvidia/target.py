@@ -40,6 +40,9 @@ MAX_SHARED_BYTES = {
     "sm_90a": 227 * 1024,  # sm_90 plus wgmma/setmaxnreg (not forward compatible)
 }
 ARCHS = tuple(MAX_SHARED_BYTES)
+# What tilec compiles for when nobody named an arch: `python -m tilec compile`,
+# and `kernel.compile(...)` for CUDA arrays on a machine with no usable GPU.
+DEFAULT_ARCH = "sm_90"
 
 
 @functools.cache
