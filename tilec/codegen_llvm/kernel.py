@@ -25,8 +25,8 @@ from tilec import ir
 from tilec.errors import CompilationError
 from tilec.ir.core import Block, Function, Op, Value
 from tilec.ir.layouts import Layout, ThreadBit, exact_log2, is_shared, num_registers, register_offsets, replicating, thread_bits
-from tilec.ir.interp_ops import registrar
 from tilec.ir.types import ScalarType, TileType
+from tilec.rules import registry
 from tilec.opt.axis_info import analyze_axes
 from tilec.opt.shared_memory import plan_shared
 from tilec.targets.base import Target
@@ -49,9 +49,7 @@ class LLVMKernel:
 
 
 Rule = Callable[["Ctx", Op], None]
-LOWER: dict[type, Rule] = {}
-lowers = registrar(LOWER)
-lowers.__doc__ = "Register the decorated ``rule(ctx, op)`` for the given op classes."
+LOWER, lowers = registry("Register the decorated ``rule(ctx, op)`` for the given op classes.")
 
 
 class Ctx:

@@ -18,8 +18,8 @@ from llvmlite.ir.types import _BaseFloatType
 
 from tilec.errors import TilecError
 from tilec.ir.core import Op
-from tilec.ir.interp_ops import registrar
 from tilec.ir.types import PointerType, ScalarType, elem_type
+from tilec.rules import registry
 
 
 class BFloatType(_BaseFloatType):
@@ -77,10 +77,7 @@ class ScalarContext:
         return self.arch not in (None, "host")
 
 
-Emitter = Callable[[ScalarContext, Op, list], llir.Value]
-LOWER: dict[type, Emitter] = {}
-lowers = registrar(LOWER)
-lowers.__doc__ = "Register the decorated emitter ``fn(ctx, op, args) -> value`` for the given op classes."
+LOWER, lowers = registry("Register the decorated emitter ``fn(ctx, op, args) -> value`` for the given op classes.")
 
 
 def operand_type(op: Op, index: int = 0) -> ScalarType | PointerType:
