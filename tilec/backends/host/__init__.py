@@ -49,6 +49,8 @@ class HostBackend(Backend):
         compile_for_cpu(compiled)
 
     def launcher(self) -> Launcher:
+        """``launcher.py``: its ``launch`` runs a ``cpu`` variant on host arrays (the
+        rest of ``Launcher`` comes with a place, ``launch/jit.py`` asks none of it yet)."""
         from tilec.backends.host import launcher
 
         return launcher

@@ -1,5 +1,8 @@
 """Runs a kernel compiled for the ``cpu`` target on host arrays, through
-llvmlite's MCJIT (``registry.Launcher``).
+llvmlite's MCJIT: ``launch``, as ``registry.Launcher`` has it.  The rest of
+that protocol (which target a launch picks, the fast path, the device's
+name) comes when the backend gets a place in the registry (``places``); until
+then ``launch/jit.py`` never asks it, and callers compile for ``"cpu"`` by name.
 
 The first launch of a ``CompiledKernel`` loads its object code (``asm["obj"]``)
 into an MCJIT engine of its own, kept in ``compiled.runtime`` for the
@@ -43,24 +46,6 @@ from tilec.backends.host.target import host_target
 RUNTIME_LIBRARY = "libgcc_s.so.1"
 
 
-def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
-    """Host arrays run the ``cpu`` variant."""
-    return TARGET
-
-
-default_target = target  # what kernel.compile picks for host arrays: the same
-
-
-def device_name(args: Sequence[KernelArg], device: Optional[int]) -> None:
-    """None: there is one host, its tuning results are kept under the target alone."""
-    return None
-
-
-def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: Optional[int]) -> None:
-    """None: every launch takes the general path (one ctypes call after it)."""
-    return None
-
-
 @dataclass(frozen=True)
 class LoadedKernel:
     """A variant's code in this process: ``entry`` (its ``<kernel>_grid``, a
@@ -72,7 +57,8 @@ class LoadedKernel:
 
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
            device: Optional[int] = None, stream: Any = None) -> None:
-    """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing them in place."""
+    """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing
+    them in place (``device`` and ``stream`` mean nothing on the host)."""
     refuse_read_only(compiled, args)
     if 0 in grid:
         return  # an empty grid launches no program
@@ -118,14 +104,19 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
 
 def check_symbols(kernel: str, obj: bytes) -> None:
     """A TilecError naming the symbols object ``obj`` needs that this process lacks."""
+    missing = missing_symbols(obj)
+    if missing:
+        raise TilecError(f"kernel `{kernel}` compiled for the cpu target calls {', '.join(missing)}, which this "
+                         f"process does not have (16-bit float conversions come from {RUNTIME_LIBRARY}; "
+                         "the bf16 ones LLVM calls are in no library Python loads); nothing ran")
+
+
+def missing_symbols(obj: bytes) -> list[str]:
+    """The symbols object ``obj`` needs from outside that this process does not have."""
     import llvmlite.binding as llvm
 
     _load_runtime_library()
-    missing = [name for name in undefined_symbols(obj) if llvm.address_of_symbol(name) is None]
-    if missing:
-        raise TilecError(f"kernel `{kernel}` compiled for the cpu target calls {', '.join(missing)}, which this "
-                         f"process does not have (16-bit float conversions come from {RUNTIME_LIBRARY}; LLVM's "
-                         "bf16 ones are in no library Python loads); nothing ran")
+    return [name for name in undefined_symbols(obj) if llvm.address_of_symbol(name) is None]
 
 
 @functools.cache
