@@ -16,9 +16,15 @@ returns its own, which ``launch.compiler.run_stages`` keeps in
   (the C library's) in the process that runs it, so the disk cache keeps it
   as data like any other stage.
 
-A program holds one LLVM value per element of each tile and every access is
-its own instruction, so compile time grows with the tile: the vector-add
-kernel at ``BLOCK_SIZE=1024`` takes about a second (tests keep tiles small).
+A program holds one LLVM value per element of each tile and each masked
+access branches on its own (the generic rules), so compile time grows
+faster than the tile: the vector-add kernel takes 0.06 s at
+``BLOCK_SIZE=16``, 0.7 s at 128 and 10 s at 1024 (O3 3.5 s, then the
+assembly and the object 3 s each, most of it LLVM's register allocator
+over ~3000 branches), against 0.1 s for a GPU, whose threads hold 8
+elements each.  Vectors and
+loops over the tile, the CPU backend's next steps, remove that; tests keep
+tiles small.
 """
 from __future__ import annotations
 
