@@ -2,8 +2,9 @@
 and an LLVM function that applies ``emit_scalar`` to every element of arrays.
 
 ``build_host_loop`` makes ``void name(i64 n, ptr in0, ..., ptr out)`` computing
-``out[i] = op(in0[i], ...)`` for the host JIT (arch None); ``build_gpu_kernel``
-the same element code as a ``ptx_kernel`` for one element per thread.  Arrays hold the interpreter's memory
+``out[i] = op(in0[i], ...)`` for the host JIT (the C math library);
+``build_gpu_kernel`` the same element code as a ``ptx_kernel`` for one element
+per thread, with the NVIDIA backend's math library.  Arrays hold the interpreter's memory
 form (``i1`` as bytes, bf16 as bits), so results compare with it directly.
 
 Run as ``python scalar_cases.py ARCH`` it compiles every case for ARCH
@@ -18,6 +19,7 @@ import sys
 
 from llvmlite import ir as llir
 
+from tilec.codegen_llvm.scalar_base import C_MATH, MathLibrary
 from tilec.codegen_llvm.scalar_ops import ScalarContext, emit_scalar, memory_type
 from tilec.ir import ops as ir
 from tilec.ir.core import Value
@@ -120,11 +122,11 @@ def _store(bld, value, ptr, t):
     bld.store(bld.zext(value, memory_type(t)) if getattr(t, "is_bool", False) else value, ptr)
 
 
-def _apply(bld, module, fn, op, arch, i) -> None:
-    """``out[i] = op(in0[i], ...)`` through ``fn``'s pointer arguments."""
+def _apply(bld, module, fn, op, math: MathLibrary, i) -> None:
+    """``out[i] = op(in0[i], ...)`` through ``fn``'s pointer arguments, with the math library ``math``."""
     ins, out = [elem_type(v.type) for v in op.operands], elem_type(op.results[0].type)
     args = [_load(bld, bld.gep(p, [i], source_etype=memory_type(t)), t) for p, t in zip(fn.args[1:], ins)]
-    result = emit_scalar(ScalarContext(bld, module, arch), op, args)
+    result = emit_scalar(ScalarContext(bld, module, math), op, args)
     _store(bld, result, bld.gep(fn.args[-1], [i], source_etype=memory_type(out)), out)
 
 
@@ -135,7 +137,7 @@ def _declare(module, name, op):
 
 
 def build_host_loop(module: llir.Module, name: str, op) -> None:
-    """``name`` applying ``op`` to elements ``0 .. n-1``, for the host JIT (arch None)."""
+    """``name`` applying ``op`` to elements ``0 .. n-1``, for the host JIT (the C math library)."""
     fn = _declare(module, name, op)
     entry, body, done = (fn.append_basic_block(n) for n in ("entry", "body", "done"))
     bld = llir.IRBuilder(entry)
@@ -143,7 +145,7 @@ def build_host_loop(module: llir.Module, name: str, op) -> None:
     bld.position_at_end(body)
     i = bld.phi(I64)
     i.add_incoming(llir.Constant(I64, 0), entry)
-    _apply(bld, module, fn, op, None, i)
+    _apply(bld, module, fn, op, C_MATH, i)
     step = bld.add(i, llir.Constant(I64, 1))
     i.add_incoming(step, bld.block)
     bld.cbranch(bld.icmp_signed("<", step, fn.args[0]), body, done)
@@ -151,14 +153,16 @@ def build_host_loop(module: llir.Module, name: str, op) -> None:
     bld.ret_void()
 
 
-def build_gpu_kernel(module: llir.Module, name: str, op, arch: str) -> None:
+def build_gpu_kernel(module: llir.Module, name: str, op) -> None:
     """A ``ptx_kernel`` applying ``op`` to element ``threadIdx.x`` (straight-line,
     as the tile codegen's per-register code is; ``n`` is unused)."""
+    from tilec.backends.nvidia.lowering import NvidiaMath
+
     fn = _declare(module, name, op)
     fn.calling_convention = "ptx_kernel"
     bld = llir.IRBuilder(fn.append_basic_block("entry"))
     tid = bld.call(declare_tid(module), [])
-    _apply(bld, module, fn, op, arch, bld.zext(tid, I64))
+    _apply(bld, module, fn, op, NvidiaMath(), bld.zext(tid, I64))
     bld.ret_void()
 
 
@@ -167,11 +171,11 @@ def declare_tid(module):
     return module.globals.get(name) or llir.Function(module, llir.FunctionType(llir.IntType(32), []), name)
 
 
-def nvptx_module(arch: str) -> str:
-    """One kernel per case, as LLVM IR text for ``arch``."""
+def nvptx_module() -> str:
+    """One kernel per case, as LLVM IR text for any NVIDIA arch."""
     module = llir.Module()
     for k, op in enumerate(all_cases()):
-        build_gpu_kernel(module, f"k{k}", op, arch)
+        build_gpu_kernel(module, f"k{k}", op)
     return str(module)
 
 
@@ -181,7 +185,7 @@ def compile_for(arch: str) -> str:
     from tilec.backends.nvidia.target import emit_ptx, nvptx_target
     from tilec.backends.nvidia.ptxas import assemble, find_ptxas
 
-    ptx = emit_ptx(link_libdevice(nvptx_module(arch), nvptx_target(arch)), arch)
+    ptx = emit_ptx(link_libdevice(nvptx_module(), nvptx_target(arch)), arch)
     if find_ptxas() is not None:
         assemble(ptx, arch)
     return ptx

@@ -131,7 +131,7 @@ def host_addresses(t, source, pointee, register_offsets: list[int], steps: list)
     i64, it, source_t = llir.IntType(64), llir.IntType(t.bits), llir.IntType(source.bits)
     fn = llir.Function(module, llir.FunctionType(llir.VoidType(), [i64, i64, llir.PointerType()]), name)
     b = llir.IRBuilder(fn.append_basic_block())
-    sc = ScalarContext(b, module, None)
+    sc = ScalarContext(b, module)
     p, x, out = b.inttoptr(fn.args[0], llir.PointerType()), b.trunc(fn.args[1], source_t), fn.args[2]
     regs = []
     for k in register_offsets:

@@ -1,7 +1,7 @@
 """The per-element LLVM emitters against the interpreter, which defines every op.
 
 Each case (op class x element types, from ``scalar_cases``) becomes a small
-LLVM loop, JIT-compiled for this x86 host (arch None: target-independent IR)
+LLVM loop, JIT-compiled for this x86 host (the C math library: target-independent IR)
 and run on the interpreter's memory form of special values (every pair, for
 two operands) and on hypothesis-drawn arrays.  Integers, casts, comparisons
 and exact float ops must match bit for bit; math functions are compared in
@@ -274,7 +274,7 @@ def test_every_elementwise_op_has_a_lowering():
 def test_an_op_without_lowering_is_a_clear_error():
     module = llir.Module()
     fn = llir.Function(module, llir.FunctionType(llir.VoidType(), []), "f")
-    ctx = ScalarContext(llir.IRBuilder(fn.append_basic_block()), module, None)
+    ctx = ScalarContext(llir.IRBuilder(fn.append_basic_block()), module)
     op = ir.ProgramId(axis=0).make_results()
     with pytest.raises(TilecError, match="program_id"):
         emit_scalar(ctx, op, [])

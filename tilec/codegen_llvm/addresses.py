@@ -4,7 +4,7 @@ constant byte offset per register.
 Offsets built from ``arange`` are a per-thread value plus a constant per
 register (``thread base + register offset``, then sums and constant
 scalings).  Emitted as ``gep T, %ptr, ext(offset)`` per register, LLVM's
-NVPTX backend (Straight-Line Strength Reduction) takes time quadratic in the
+NVIDIA backend (Straight-Line Strength Reduction) takes time quadratic in the
 registers a thread holds: 30 s for a ragged 2**16 vector add, against 1 s as
 ``gep i8, %base, k`` (docs/internals.md, "Compile time of large tiles").
 """

@@ -1,10 +1,11 @@
 """``device_print``, ``device_assert`` and ``debug_barrier``.
 
-``print`` calls CUDA's ``vprintf`` once per element of the program (only
-the thread that owns an element prints it, replicas stay quiet), as
-``pid (x, y, z) idx (i, j) prefix: value`` (the interpreter's form, plus the index).  ``assert`` calls
-``__assertfail`` (which stops the kernel with an error the host sees) in
-every thread that holds a false element.
+``print`` prints once per element of the program (only the thread that owns
+an element prints it, replicas stay quiet), as ``pid (x, y, z) idx (i, j)
+prefix: value`` (the interpreter's form, plus the index), through the
+backend's ``printf``.  ``assert`` calls the backend's ``assert_fail`` (which
+stops the kernel with an error the host sees) in every thread that holds a
+false element.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tilec.codegen_llvm.memory import _guarded
 GENERIC = llir.PointerType()
 
 
-def _string(ctx: Ctx, text: str) -> llir.Value:
+def string_constant(ctx: Ctx, text: str) -> llir.Value:
     """A pointer to a NUL-terminated global copy of ``text`` (one per distinct text)."""
     data = bytearray(text.encode()) + b"\0"
     name = f"tilec_str_{abs(hash(text)) & 0xFFFFFFFF:08x}_{len(data)}"
@@ -27,12 +28,12 @@ def _string(ctx: Ctx, text: str) -> llir.Value:
         arr = llir.ArrayType(llir.IntType(8), len(data))
         g = llir.GlobalVariable(ctx.module, arr, name)
         g.global_constant, g.linkage, g.initializer = True, "private", llir.Constant(arr, data)
-        g.type = GENERIC  # see Ctx.smem
+        g.type = GENERIC  # see Ctx._smem_global
     return g
 
 
 def _printf_arg(ctx: Ctx, v: llir.Value, t, hex_: bool):
-    """(format, value as vprintf wants it): floats as double, small ints as i32."""
+    """(format, value as C's printf takes it): floats as double, small ints as i32."""
     b = ctx.b
     if isinstance(t, PointerType):
         return "%p", b.ptrtoint(v, I64)
@@ -44,20 +45,9 @@ def _printf_arg(ctx: Ctx, v: llir.Value, t, hex_: bool):
     return ("%x" if hex_ else "%d" if t.kind == "int" else "%u"), wide
 
 
-def _vprintf(ctx: Ctx, fmt: str, args: list) -> None:
-    b = ctx.b
-    struct = llir.LiteralStructType([a.type for a in args])
-    buf = b.alloca(struct)
-    buf.type = GENERIC  # llvmlite types it with a typed pointer; LLVM 22 has opaque ones only
-    for i, a in enumerate(args):
-        b.store(a, b.gep(buf, [I32(0), I32(i)], inbounds=True, source_etype=struct))
-    vprintf = ctx.declare("vprintf", I32, [GENERIC, GENERIC])
-    b.call(vprintf, [_string(ctx, fmt), buf])
-
-
 @lowers(ir.Print)
 def _print(ctx: Ctx, op: ir.Print) -> None:
-    pids = [ctx.sreg(f"ctaid.{a}") for a in "xyz"]
+    pids = [ctx.lowering.program_id(ctx, axis) for axis in range(3)]
     tile = next((v for v in op.values if isinstance(v.type, TileType)), None)
     if tile is None:
         places, owner = [()], first_thread(ctx)
@@ -70,20 +60,16 @@ def _print(ctx: Ctx, op: ir.Print) -> None:
                       for v in op.values]
             idx = f" idx ({', '.join(['%d'] * len(where))})" if where else ""
             fmt = f"pid (%d, %d, %d){idx} {prefix}: " + " ".join(f for f, _ in values) + "\n"
-            _vprintf(ctx, fmt, pids + list(where) + [x for _, x in values])
+            ctx.lowering.printf(ctx, fmt, pids + list(where) + [x for _, x in values])
         _guarded(ctx, owner, emit, None)
 
 
 @lowers(ir.Assert)
 def _assert(ctx: Ctx, op: ir.Assert) -> None:
     b = ctx.b
-    fail = ctx.declare("__assertfail", llir.VoidType(), [GENERIC, GENERIC, I32, GENERIC, I64])
-    msg = _string(ctx, f"device_assert failed: {op.msg}")
-    file = _string(ctx, op.loc.file)
-    func = _string(ctx, ctx.fn.name)
     for cond in ctx[op.cond]:
         with b.if_then(b.not_(cond)):
-            b.call(fail, [msg, file, I32(op.loc.line), func, I64(1)])
+            ctx.lowering.assert_fail(ctx, f"device_assert failed: {op.msg}", op.loc.file, op.loc.line, ctx.fn.name)
 
 
 @lowers(ir.Barrier)

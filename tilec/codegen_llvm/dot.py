@@ -1,4 +1,5 @@
-"""``dot`` on the FMA units, for what the tensor cores (``mma.py``) do not take.
+"""``dot`` on the FMA units: every backend's ``dot``, and the fallback of a
+backend with matrix units (its own ``dot`` rule) for what they do not take.
 
 Both operands go to shared memory row-major; then a loop over ``k`` loads,
 for each accumulator register at ``(batch, m, n)``, ``a[batch, m, k]`` and
@@ -12,21 +13,18 @@ cores) do.
 """
 from __future__ import annotations
 
+from llvmlite import ir as llir
 
 from tilec import ir
 from tilec.ir.types import ScalarType, bf16, elem_type, f16, f32
-from tilec.ir.layouts_nvidia import Mma
 from tilec.codegen_llvm.kernel import I32, Ctx, coordinates, element_address, linear_index, lowers
-from tilec.backends.nvidia.mma import lower_mma_dot, round_tf32
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type, resize_int
 from tilec.codegen_llvm.shuffle import stage_in_smem
 
 
 @lowers(ir.Dot)
-def _dot(ctx: Ctx, op: ir.Dot) -> None:
-    if isinstance(op.result.type.layout, Mma):
-        lower_mma_dot(ctx, op)
-        return
+def fma_dot(ctx: Ctx, op: ir.Dot) -> None:
+    """``acc + a @ b``, one fma per accumulator register and ``k`` (module docstring)."""
     a_t, b_t, c_t = op.a.type, op.b.type, op.result.type
     in_elem, out_elem = elem_type(a_t), elem_type(c_t)
     acc_elem = f32 if out_elem in (f16, bf16) else out_elem  # as the interpreter: one final rounding
@@ -77,6 +75,16 @@ def _operand(ctx: Ctx, x, src: ScalarType, dst: ScalarType, op: ir.Dot):
     if src.name == "f32" and op.input_precision == "tf32":
         x = round_tf32(ctx, x)
     return _widen(ctx, x, src, dst)
+
+
+def round_tf32(ctx: Ctx, x):
+    """f32 ``x`` rounded to 10 mantissa bits, nearest even (NaN and inf kept)."""
+    b = ctx.b
+    bits = b.bitcast(x, I32)
+    lsb = b.and_(b.lshr(bits, I32(13)), I32(1))
+    rounded = b.and_(b.add(bits, b.add(I32(0xFFF), lsb)), I32(~0x1FFF))
+    finite = b.icmp_unsigned("!=", b.and_(bits, I32(0x7F800000)), I32(0x7F800000))
+    return b.bitcast(b.select(finite, rounded, bits), llir.FloatType())
 
 
 def _widen(ctx: Ctx, x, src: ScalarType, dst: ScalarType):

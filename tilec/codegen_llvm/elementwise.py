@@ -41,12 +41,12 @@ def _constant(ctx: Ctx, op: ir.Constant) -> None:
 
 @lowers(ir.ProgramId)
 def _program_id(ctx: Ctx, op: ir.ProgramId) -> None:
-    ctx.bind(op.results, [[ctx.sreg("ctaid." + "xyz"[op.axis])]])
+    ctx.bind(op.results, [[ctx.lowering.program_id(ctx, op.axis)]])
 
 
 @lowers(ir.NumPrograms)
 def _num_programs(ctx: Ctx, op: ir.NumPrograms) -> None:
-    ctx.bind(op.results, [[ctx.sreg("nctaid." + "xyz"[op.axis])]])
+    ctx.bind(op.results, [[ctx.lowering.num_programs(ctx, op.axis)]])
 
 
 @lowers(ir.Arange)

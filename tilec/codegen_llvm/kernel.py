@@ -1,4 +1,4 @@
-"""Tile IR with layouts -> one LLVM module holding one NVPTX kernel.
+"""Tile IR with layouts -> one LLVM module holding one kernel.
 
 A tile is held as a Python list of LLVM values, one per register of its
 layout (``tilec.ir.layouts`` defines the order); a scalar is a list of one
@@ -6,36 +6,36 @@ value that every thread holds.  Each op class has a lowering rule in
 ``LOWER`` (``@lowers(OpClass)``), one file per op family: ``elementwise``,
 ``memory``, ``reduce``, ``shuffle`` (moves through shared memory), ``dot``,
 ``control``, ``debug``.  A rule reads its operands' lists from ``ctx`` and
-binds its results' lists.
+binds its results' lists.  The backend's ``TargetLowering`` answers what
+only the hardware knows (thread ids, barriers, shuffles, printing) and
+brings rules of its own, which win over these.
 
 Shared memory is one dynamic buffer (``@tilec_smem``).  Buffers the IR
-allocates (``local_alloc``) sit where ``tilec.opt.shared_memory`` planned
-them; an op that needs scratch space uses it between two barriers, above the
-buffers live at that op.  ``LLVMKernel.shared_bytes`` is the high-water mark.
+allocates (``local_alloc``) sit where the shared-memory plan
+(``Analyses.shared``) put them; an op that needs scratch space uses it
+between two barriers, above the buffers live at that op.
+``LLVMKernel.shared_bytes`` is the high-water mark.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Mapping, Protocol
 
 from llvmlite import ir as llir
 
 from tilec import ir
-from tilec.errors import CompilationError
+from tilec.errors import CompilationError, LocatedError, TilecError
 from tilec.ir.core import Block, Function, Op, Value
 from tilec.ir.layouts import Layout, ThreadBit, exact_log2, is_shared, num_registers, register_offsets, replicating, thread_bits
-from tilec.ir.interp_ops import registrar
 from tilec.ir.types import ScalarType, TileType
-from tilec.opt.axis_info import analyze_axes
-from tilec.opt.shared_memory import plan_shared
+from tilec.rules import registry
 from tilec.targets.base import Target
-from tilec.backends.nvidia.target import launch_bounds_attrs
 from tilec.codegen_llvm.scalar_base import ScalarContext, call, declare, llvm_type
+from tilec.codegen_llvm.target_lowering import TargetLowering
 
 I32 = llir.IntType(32)
 I64 = llir.IntType(64)
-SMEM = llir.PointerType(addrspace=3)
 
 
 @dataclass(frozen=True)
@@ -48,29 +48,57 @@ class LLVMKernel:
     shared_bytes: int
 
 
+class AxisFacts(Protocol):
+    """What the axis analysis knows of a value, per dim: runs of ``contiguity``
+    consecutive elements, whose first is a multiple of ``divisibility`` (bytes,
+    for pointers), inside runs of ``constancy`` equal elements."""
+
+    contiguity: tuple[int, ...]
+    divisibility: tuple[int, ...]
+    constancy: tuple[int, ...]
+
+
+class SharedPlan(Protocol):
+    """Where the shared-memory plan put each ``local_alloc`` (``offsets``, in
+    bytes) and the end of the buffers live at an op (``live_top(op)``)."""
+
+    offsets: Mapping[Op, int]
+
+    def live_top(self, op: Op) -> int: ...
+
+
+@dataclass(frozen=True)
+class Analyses:
+    """What codegen reads of the passes' analyses of the kernel it lowers,
+    computed by the backend's stage (once per compile): every value's
+    ``axes`` facts, which size vector accesses, and the ``shared`` plan."""
+
+    axes: Mapping[Value, AxisFacts]
+    shared: SharedPlan
+
+
 Rule = Callable[["Ctx", Op], None]
-LOWER: dict[type, Rule] = {}
-lowers = registrar(LOWER)
-lowers.__doc__ = "Register the decorated ``rule(ctx, op)`` for the given op classes."
+LOWER, lowers = registry("Register the decorated ``rule(ctx, op)`` for the given op classes.")
 
 
 class Ctx:
     """Everything a lowering rule needs: the builder, the values so far, the
-    thread's ids, the axis facts, and the shared-memory high-water mark."""
+    thread's ids, the backend's hooks (``lowering``), the analyses, and the
+    shared-memory high-water mark."""
 
-    def __init__(self, fn: Function, target: Target, num_warps: int, module: llir.Module,
-                 builder: llir.IRBuilder, float_flags: tuple[str, ...] = ()):
-        self.fn, self.target, self.num_warps = fn, target, num_warps
+    def __init__(self, fn: Function, target: Target, lowering: TargetLowering, analyses: Analyses,
+                 num_warps: int, module: llir.Module, builder: llir.IRBuilder, float_flags: tuple[str, ...] = ()):
+        self.fn, self.target, self.lowering, self.num_warps = fn, target, lowering, num_warps
+        self.rules = {**LOWER, **lowering.rules}
         self.module, self.b = module, builder
-        self.scalar = ScalarContext(builder, module, target.cpu, float_flags)
+        self.scalar = ScalarContext(builder, module, lowering.math, float_flags)
         self.env: dict[Value, list] = {}
-        self.axes = analyze_axes(fn)
+        self.axes, self.plan = analyses.axes, analyses.shared
         self.shared_bytes = 0
-        self.plan = plan_shared(fn)
         self.scratch_start = 0  # where the op being lowered may put scratch data
         self.deferred: dict[Value, object] = {}
         self.users = _users(fn)  # value -> [(user op, its block)]
-        tid = self.sreg("tid.x")
+        tid = lowering.thread_id(self)
         self.tid = tid
         self.lane = builder.and_(tid, I32(target.warp_size - 1), name="lane")
         self.warp = builder.lshr(tid, I32(int(math.log2(target.warp_size))), name="warp")
@@ -99,10 +127,6 @@ class Ctx:
                 raise AssertionError(f"{v} bound to {len(regs)} registers, its layout has {expected}")
             self.env[v] = regs
 
-    def sreg(self, name: str) -> llir.Value:
-        """A PTX special register (``tid.x``, ``ctaid.y``...)."""
-        return call(self.scalar, f"llvm.nvvm.read.ptx.sreg.{name}", [], I32)
-
     def call(self, name: str, args: list, ret=None) -> llir.Value:
         return call(self.scalar, name, args, ret)
 
@@ -122,14 +146,16 @@ class Ctx:
     def _smem_global(self) -> llir.Value:
         g = self.module.globals.get("tilec_smem")
         if g is None:
-            g = llir.GlobalVariable(self.module, llir.ArrayType(llir.IntType(8), 0), "tilec_smem", addrspace=3)
+            space = self.lowering.shared_address_space
+            g = llir.GlobalVariable(self.module, llir.ArrayType(llir.IntType(8), 0), "tilec_smem", addrspace=space)
             g.linkage = "external"
             g.align = 16
-            g.type = SMEM  # llvmlite types globals with typed pointers; LLVM 22 has opaque ones only
+            g.type = llir.PointerType(addrspace=space)  # llvmlite types globals with typed pointers; LLVM 22 has opaque ones only
         return g
 
     def barrier(self) -> None:
-        self.call("llvm.nvvm.barrier.cta.sync.aligned.all", [I32(0)], llir.VoidType())
+        """Every thread of the block waits here (``TargetLowering.barrier``)."""
+        self.lowering.barrier(self)
 
     # --- blocks -----------------------------------------------------------------
     def lower_block(self, block: Block) -> None:
@@ -137,14 +163,30 @@ class Ctx:
             self.lower_op(op)
 
     def lower_op(self, op: Op) -> None:
-        rule = LOWER.get(type(op))
+        rule = self.rules.get(type(op))
         if rule is None:
             raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
-                                   f"the NVIDIA backend cannot compile `{op.NAME}` yet", self.fn.name)
+                                   f"the {self.lowering.name} backend cannot compile `{op.NAME}` yet", self.fn.name)
         self.scratch_start = self.plan.live_top(op)
         if self.deferred and may_write_shared(op):
             self.flush_deferred()
-        rule(self, op)
+        try:
+            rule(self, op)
+        except LocatedError:
+            raise
+        except Exception as e:
+            raise _located(e, op, self.fn.name) from e
+
+
+def _located(error: Exception, op: Op, kernel: str) -> CompilationError:
+    """``error``, raised by ``op``'s rule, as an error at ``op``'s line: a
+    TilecError says what it says, anything else is a bug of the compiler."""
+    if isinstance(error, TilecError):
+        message = str(error)
+    else:
+        message = (f"internal compiler error while lowering `{op.NAME}`: {type(error).__name__}: {error}; "
+                   "please report it with the kernel")
+    return CompilationError(op.loc.file, op.loc.line, op.loc.col, message, kernel)
 
 
 # Ops that may write shared memory a deferred read comes from.
@@ -190,38 +232,37 @@ def param_type(t) -> llir.Type:
     return llvm_type(t)
 
 
-def lower(fn: Function, target: Target, num_warps: int, fp_fusion: bool = True,
-          maxnreg: Optional[int] = None) -> LLVMKernel:
-    """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``:
-    float add, sub and mul may fuse into fmas when ``fp_fusion``; ``maxnreg``
-    caps the registers of a thread (``.maxnreg``)."""
-    from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, memory, reduce, shuffle
-    from tilec.backends.nvidia import async_copy, mma  # noqa: F401 (rules)
+def lower(fn: Function, target: Target, lowering: TargetLowering, analyses: Analyses, num_warps: int,
+          fp_fusion: bool = True) -> LLVMKernel:
+    """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``,
+    with the backend's ``lowering`` and the ``analyses`` of ``fn``: float
+    add, sub and mul may fuse into fmas when ``fp_fusion``."""
+    from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, memory, reduce, shuffle  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout
     kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), [param_type(a.type) for a in fn.args]),
                            fn.name)
-    kernel.calling_convention = "ptx_kernel"
+    kernel.calling_convention = lowering.calling_convention
     builder = llir.IRBuilder(kernel.append_basic_block("entry"))
-    ctx = Ctx(fn, target, num_warps, module, builder, ("contract",) if fp_fusion else ())
+    ctx = Ctx(fn, target, lowering, analyses, num_warps, module, builder, ("contract",) if fp_fusion else ())
     for a, p in zip(fn.args, kernel.args):
         p.name = fn.arg_names[a.index] if a.index < len(fn.arg_names) else f"arg{a.index}"
         is_bool = isinstance(a.type, ScalarType) and a.type.is_bool
         ctx.env[a] = [builder.icmp_unsigned("!=", p, p.type(0)) if is_bool else p]
     ctx.lower_block(fn.body)
     builder.ret_void()
-    attrs = launch_bounds_attrs(num_warps)
-    if maxnreg is not None:
-        attrs["nvvm.maxnreg"] = str(maxnreg)
-    return LLVMKernel(fn.name, _with_kernel_attrs(str(module), fn.name, attrs), ctx.shared_bytes)
+    attrs = lowering.kernel_attributes(num_warps)
+    return LLVMKernel(fn.name, _with_kernel_attrs(str(module), kernel, attrs), ctx.shared_bytes)
 
 
-def _with_kernel_attrs(text: str, name: str, attrs: dict[str, str]) -> str:
-    """Add string attributes (``"nvvm.maxntid"="128"``) to the kernel's ``define``,
-    which llvmlite's attribute sets cannot express."""
-    head = f'define ptx_kernel void @"{name}"('
-    start = text.index(head)
+def _with_kernel_attrs(text: str, kernel: llir.Function, attrs: dict[str, str]) -> str:
+    """Add string attributes (``"name"="value"``) to the ``define`` of ``kernel``
+    in module text ``text``, which llvmlite's attribute sets cannot express."""
+    if not attrs:
+        return text
+    convention = f"{kernel.calling_convention} " if kernel.calling_convention else ""
+    start = text.index(f'define {convention}void @"{kernel.name}"(')
     brace = text.index("\n{", start)
     rendered = " ".join(f'"{k}"="{v}"' for k, v in attrs.items())
     return text[:brace] + " " + rendered + text[brace:]

@@ -4,14 +4,16 @@ Loads and stores move each thread's registers in vectors: registers run along
 the layout's fastest dim first, so ``vec`` consecutive registers are
 ``vec`` consecutive elements whenever the axis analysis proves the
 addresses contiguous and ``vec * size`` aligned, and the mask constant over
-them (``access_width``).  One ``<vec x T>`` access then moves them (16 bytes
-becomes ``ld.global.v4.b32``).  A masked access branches around the
-instruction; masked-off lanes never touch memory.
+them (``access_width``), up to the target's widest access
+(``Target.max_vector_bytes``).  One ``<vec x T>`` access then moves them
+(on NVIDIA GPUs 16 bytes are one ``ld.global.v4.b32``).  A masked access
+branches around the instruction; masked-off lanes never touch memory.
 
 Atomics go element by element; where a layout gives several threads the
 same element, only one of them (``owner_predicate``) applies it, and a
 scalar atomic is applied by thread 0 and its old value shared through
-shared memory.
+shared memory.  Their LLVM syncscopes are the backend's
+(``TargetLowering.syncscope``).
 """
 from __future__ import annotations
 
@@ -22,16 +24,16 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.ir.layouts import register_counts, root_blocked
 from tilec.ir.types import ScalarType, TileType, elem_type, shape_of
-from tilec.opt.axis_info import mask_vector_width, vector_width
 from tilec.codegen_llvm.elementwise import constant
 from tilec.codegen_llvm.kernel import I32, Ctx, all_of, first_thread, lowers, owner_predicate, registers_of
 from tilec.codegen_llvm.scalar_base import memory_type
 
-MAX_VECTOR_BYTES = 16
-
 
 def access_width(ctx: Ctx, op: ir.Op) -> int:
-    """How many consecutive registers one vector access of ``op`` may move."""
+    """How many consecutive registers one vector access of ``op`` may move:
+    elements contiguous along the layout's fastest dim, the first aligned to
+    the whole vector, the mask constant over them (``Analyses.axes``), and
+    no wider than the target's widest access."""
     t = op.ptr.type
     if not isinstance(t, TileType):
         return 1
@@ -40,10 +42,11 @@ def access_width(ctx: Ctx, op: ir.Op) -> int:
     if fast >= len(t.shape):
         return 1
     elem = elem_type(t).elem
-    width = min(register_counts(t.layout, t.shape)[fast], layout.spt[fast],
-                vector_width(ctx.axes[op.ptr], elem.bytes, fast, MAX_VECTOR_BYTES))
+    ptr = ctx.axes[op.ptr]
+    width = min(register_counts(t.layout, t.shape)[fast], layout.spt[fast], ptr.contiguity[fast],
+                ptr.divisibility[fast] // elem.bytes, ctx.target.max_vector_bytes // elem.bytes)
     if op.mask is not None:
-        width = min(width, mask_vector_width(ctx.axes[op.mask], fast))
+        width = min(width, ctx.axes[op.mask].constancy[fast])
     return max(1, width)
 
 
@@ -175,27 +178,22 @@ def _atomic_rmw(ctx: Ctx, op: ir.AtomicRMW) -> None:
     _atomic(ctx, op, masks, one, [ctx[op.ptr], ctx[op.val]])
 
 
-# LLVM 22's NVPTX drops the ordering of some read-modify-writes (``atomicrmw xchg
-# acq_rel`` becomes a relaxed ``atom.exch``): a relaxed atomic between fences
-# orders them in every case (a lock's release really releases).  ``cmpxchg``
-# keeps its ordering and scope (``atom.acq_rel.gpu.cas``, every ordering, scope
-# and width checked), so a CAS is one instruction, as in Triton.  (Two fences per
-# try of a spin lock had the layer-norm backward's dx kernel at 0.88x Triton at
-# N = 1024 on the H100; one acq_rel CAS, 0.99x.)
+# LLVM 22's NVIDIA backend drops the ordering of some read-modify-writes
+# (``atomicrmw xchg acq_rel`` becomes a relaxed exchange): a relaxed atomic
+# between fences orders them in every case (a lock's release really
+# releases).  ``cmpxchg`` keeps its ordering and scope there (every ordering,
+# scope and width checked), so a CAS is one instruction, as in Triton.  (Two
+# fences per try of a spin lock had the layer-norm backward's dx kernel at
+# 0.88x Triton at N = 1024 on the H100; one acq_rel CAS, 0.99x.)
 _RELEASING = ("release", "acq_rel", "seq_cst")
 _ACQUIRING = ("acquire", "acq_rel", "seq_cst")
-# An atomic's scope as an LLVM syncscope (None: the whole system).  A lock
-# among a kernel's programs needs "gpu" fences only (``fence.acq_rel.gpu``);
-# system scope also orders against the host and other GPUs, on every try of
-# every spinning program.
-_SYNCSCOPE = {"gpu": "device", "cta": "block", "sys": None}
 
 
 def _fenced(ctx: Ctx, op: ir.Op, relaxed_atomic):
     """``relaxed_atomic(ordering)`` (emitting an atomic of that LLVM ordering,
     a relaxed one at ``op``'s scope) between the fences that give it
     ``op``'s ordering at that scope; its value."""
-    ordering, scope = _ORDERING[op.sem], _SYNCSCOPE[op.scope]
+    ordering, scope = _ORDERING[op.sem], ctx.lowering.syncscope(op.scope)
     if ordering in _RELEASING:
         ctx.b.fence(ordering, scope)
     old = relaxed_atomic(_scoped("monotonic", scope))
@@ -217,7 +215,7 @@ _FAILURE = {"monotonic": "monotonic", "acquire": "acquire", "release": "monotoni
 @lowers(ir.AtomicCAS)
 def _atomic_cas(ctx: Ctx, op: ir.AtomicCAS) -> None:
     elem = elem_type(op.result.type)
-    ordering, scope = _ORDERING[op.sem], _SYNCSCOPE[op.scope]
+    ordering, scope = _ORDERING[op.sem], ctx.lowering.syncscope(op.scope)
     as_int = llir.IntType(max(8, elem.bits)) if isinstance(elem, ScalarType) and elem.is_float else None
 
     def one(i, p, cmp, val):

@@ -1,6 +1,6 @@
 """``reduce`` and ``scan``.
 
-A reduction along dims ``D`` of any register layout (blocked, ``mma``...)
+A reduction along dims ``D`` of any register layout (blocked, a tensor-core accumulator...)
 runs in three steps, each combining with the op's ``combine`` region
 (lowered inline on scalars):
 
@@ -8,7 +8,7 @@ runs in three steps, each combining with the op's ``combine`` region
    element once: a thread may hold copies);
 2. across the lanes of a warp, by butterfly shuffles over the lane bits that
    step along ``D`` (``ThreadBit``; bits that only make copies would count
-   twice);
+   twice), each a ``TargetLowering.shuffle_xor`` of 32-bit words;
 3. across warps along ``D``, through shared memory: each warp writes its
    partial results, every thread reads and combines the partials of its
    output elements.
@@ -144,8 +144,7 @@ def shuffle_xor(ctx: Ctx, v: llir.Value, lane_mask: int) -> llir.Value:
     wide = llir.IntType(max(32, bits))
     word = b.zext(as_int, wide) if bits < 32 else as_int
     parts = [word] if wide.width == 32 else [b.trunc(b.lshr(word, wide(32 * i)), I32) for i in range(wide.width // 32)]
-    moved = [ctx.call("llvm.nvvm.shfl.sync.bfly.i32", [I32(-1), p, I32(lane_mask), I32(0x1F)], I32)
-             for p in parts]
+    moved = [ctx.lowering.shuffle_xor(ctx, p, lane_mask) for p in parts]
     if len(moved) == 1:
         word = moved[0]
     else:

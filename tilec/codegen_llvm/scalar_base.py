@@ -1,6 +1,6 @@
 """What every per-element LLVM emitter shares: IR element types as LLVM types,
-the context an emitter works in, the lowering table, and small builders for
-constants and intrinsic calls.
+the context an emitter works in (with the backend's math library), the
+lowering table, and small builders for constants and intrinsic calls.
 
 The emitters (``scalar_ops``, ``scalar_math``, ``scalar_casts``) register
 themselves in ``LOWER`` with ``@lowers(OpClass)``; ``scalar_ops.emit_scalar``
@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from llvmlite import ir as llir
 from llvmlite.ir.types import _BaseFloatType
 
 from tilec.errors import TilecError
 from tilec.ir.core import Op
-from tilec.ir.interp_ops import registrar
 from tilec.ir.types import PointerType, ScalarType, elem_type
+from tilec.rules import registry
 
 
 class BFloatType(_BaseFloatType):
@@ -59,28 +59,46 @@ def memory_type(t: ScalarType | PointerType) -> llir.Type:
     return llvm_type(t)
 
 
+@dataclass(frozen=True)
+class MathFn:
+    """How one math op is computed in f32 (f16/bf16 widen to it) and in f64:
+    ``fn(ctx, *args) -> value``."""
+
+    f32: Callable[["ScalarContext", llir.Value], llir.Value]
+    f64: Callable[["ScalarContext", llir.Value], llir.Value]
+
+
+class MathLibrary:
+    """Where the math functions LLVM has no portable intrinsic for come from
+    (``scalar_math``).  This base is the C math library (``sinf``, ``fmod``...)
+    and portable formulas, as the host JIT links them; a backend with a library
+    of its own overrides ``symbol`` (its names) and ``recipes`` (its own way
+    to compute some ops, by op class)."""
+
+    recipes: Mapping[type, MathFn] = {}
+
+    def symbol(self, name: str, t: llir.Type) -> str:
+        """The function computing C's ``name`` (``sin``...) on ``t`` (f32 or f64): ``sinf``, ``sin``."""
+        return name + ("f" if t == llir.FloatType() else "")
+
+
+C_MATH = MathLibrary()
+
+
 @dataclass
 class ScalarContext:
-    """Where an emitter writes: ``arch`` is an NVIDIA arch (``"sm_80"``...) or
-    None/``"host"`` for host-JIT tests, which must get target-independent LLVM.
-    ``float_flags`` are the fast-math flags of float arithmetic:
-    ``("contract",)`` lets LLVM fuse ``a * b + c`` into one fma
-    (``Options.enable_fp_fusion``)."""
+    """Where an emitter writes: ``math`` is the backend's math library (the C
+    one by default, which host-JIT tests link against).  ``float_flags`` are
+    the fast-math flags of float arithmetic: ``("contract",)`` lets LLVM fuse
+    ``a * b + c`` into one fma (``Options.enable_fp_fusion``)."""
 
     builder: llir.IRBuilder
     module: llir.Module
-    arch: Optional[str] = None
+    math: MathLibrary = C_MATH
     float_flags: tuple[str, ...] = ()
 
-    @property
-    def on_gpu(self) -> bool:
-        return self.arch not in (None, "host")
 
-
-Emitter = Callable[[ScalarContext, Op, list], llir.Value]
-LOWER: dict[type, Emitter] = {}
-lowers = registrar(LOWER)
-lowers.__doc__ = "Register the decorated emitter ``fn(ctx, op, args) -> value`` for the given op classes."
+LOWER, lowers = registry("Register the decorated emitter ``fn(ctx, op, args) -> value`` for the given op classes.")
 
 
 def operand_type(op: Op, index: int = 0) -> ScalarType | PointerType:
@@ -128,4 +146,4 @@ def resize_int(ctx: ScalarContext, x: llir.Value, src: ScalarType, bits: int) ->
 
 
 def no_lowering(what: str) -> TilecError:
-    return TilecError(f"the NVIDIA backend has no per-element lowering for {what}")
+    return TilecError(f"codegen has no per-element lowering for {what}")

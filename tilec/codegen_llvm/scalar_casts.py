@@ -2,12 +2,13 @@
 (``tilec.ir.interp_dtypes.cast``).
 
 Every float result is rounded once, even where LLVM would round twice:
-NVPTX turns ``sitofp i32 -> bfloat`` on sm_80 into ``cvt.rn.f32.s32`` then
-``cvt.rn.bf16.f32``.  So ints bound for bf16 go through f32 rounded to odd,
-whose one further rounding is correct (LLVM's own ``fptrunc double ->
-bfloat`` already rounds through odd on sm_80).  PTX's ``cvt.rz`` has no LLVM
-intrinsic that NVPTX selects, so round-toward-zero is round-to-nearest
-stepped back one ulp where it rounded away from zero.
+LLVM's NVIDIA backend turns ``sitofp i32 -> bfloat`` on Ampere into
+``cvt.rn.f32.s32`` then ``cvt.rn.bf16.f32``.  So ints bound for bf16 go
+through f32 rounded to odd, whose one further rounding is correct (LLVM's
+own ``fptrunc double -> bfloat`` already rounds through odd on Ampere).
+Rounding toward zero has no LLVM intrinsic that GPU backends select, so
+round-toward-zero is round-to-nearest stepped back one ulp where it rounded
+away from zero.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def _int_to_int(ctx, x, src, dst, rounding):
 
 
 def _float_to_int(ctx, x, src, dst, rounding):
-    """Truncate, saturating, NaN -> 0 (``llvm.fpto[su]i.sat``, PTX ``cvt.rzi``);
+    """Truncate, saturating, NaN -> 0 (``llvm.fpto[su]i.sat``, one ``cvt.rzi`` on NVIDIA GPUs);
     f16/bf16 widen to f32 first (exact), so only f32/f64 sources reach LLVM."""
     if src.bits == 16:
         x = ctx.builder.fpext(x, llvm_type(f32))
@@ -119,8 +120,8 @@ def _overshoots(ctx, back, x, signed):
 
 
 def _int_to_float(ctx, x, src, dst, rounding):
-    """To nearest: ``[su]itofp``, one rounding, except for bf16, which NVPTX
-    reaches through f32 with two (f16 is safe: ints that f32 rounds overflow
+    """To nearest: ``[su]itofp``, one rounding, except for bf16, which LLVM's
+    NVIDIA backend reaches through f32 with two (f16 is safe: ints that f32 rounds overflow
     f16 anyway).  bf16 and ``rtz`` go through ``_int_in_float`` and one more
     float rounding.  (The odd rounding is in integer bits so that LLVM cannot
     fold it back into a direct ``sitofp``, as it does with an exact f64 step.)"""
@@ -146,7 +147,7 @@ def _int_to_ptr(ctx, x, src, dst, rounding):
 
 
 def _ptr_to_ptr(ctx, x, src, dst, rounding):
-    """The same address in ``dst``'s space.  NVPTX casts only to and from the
+    """The same address in ``dst``'s space.  GPUs cast only to and from the
     generic space (0), so a cast between two others goes through it."""
     if src.space == dst.space:
         return x

@@ -125,8 +125,8 @@ def _count_too_big(ctx, t, b):
 
 def _saturated_count(ctx, t, b):
     """``b`` read unsigned and capped at the bit width: the same shift, and a count that
-    survives truncation.  NVPTX turns ``select(count >= width, 0, shl)`` into one PTX
-    shift, which clamps big counts itself but reads only the count's low 32 bits, so
+    survives truncation.  LLVM's NVIDIA backend turns ``select(count >= width, 0, shl)``
+    into one shift instruction, which clamps big counts itself but reads only the count's low 32 bits, so
     an i64 count of ``2**32 + 63`` would shift by 63."""
     return call(ctx, overloaded("llvm.umin", b.type), [b, const(b.type, t.bits)])
 
@@ -175,7 +175,7 @@ _EXTREMA = {  # op class -> (float with NaN propagation, float returning the non
 @lowers(ir.Maximum, ir.Minimum)
 def _extremum(ctx, op, args):
     """Both LLVM float families order -0.0 below +0.0 (IEEE 754-2019 maximum and
-    maximumNumber); NVPTX selects ``max.NaN`` and ``max`` for them."""
+    maximumNumber); NVIDIA GPUs have one instruction for each (``max.NaN``, ``max``)."""
     t = operand_type(op)
     propagating, numeric, signed, unsigned = _EXTREMA[type(op)]
     if t.is_float:

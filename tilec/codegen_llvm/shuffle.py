@@ -16,11 +16,9 @@ from llvmlite import ir as llir
 
 from tilec import ir
 from tilec.ir.types import PointerType, TileType, elem_type, shape_of
-from tilec.codegen_llvm.kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers, thread_layout_bits
 from tilec.ir.layouts import num_registers, register_offsets, replicating, vector_runs
-from tilec.ir.layouts_nvidia import DotOperand
-from tilec.codegen_llvm.memory import MAX_VECTOR_BYTES, _from_memory, _pack, _to_memory
-from tilec.backends.nvidia.mma import convert_to_operand
+from tilec.codegen_llvm.kernel import I32, Ctx, byte_offset, element_address, layout_coordinates, linear_index, lowers, thread_layout_bits
+from tilec.codegen_llvm.memory import _from_memory, _pack, _to_memory
 from tilec.codegen_llvm.scalar_base import memory_type
 
 IndexFn = Callable[[tuple], llir.Value]
@@ -44,7 +42,7 @@ def exchange(ctx: Ctx, writes: list[tuple], reads: list[tuple], pred: Optional[l
     through the scratch buffer; returns the lists read.  ``pred`` limits
     which threads write.  ``row_major``: every index function is the
     row-major index of its tile, so registers holding consecutive elements of
-    a row (``vector_runs``) move as one vector of up to 16 bytes."""
+    a row (``vector_runs``) move as one vector, up to the target's widest access."""
     elem = elem_type(writes[0][1])
     mem, size = memory_type(elem), _elem_bytes(elem)
     numel = max(_numel(t) for t in [w[1] for w in writes] + [r[0] for r in reads])
@@ -78,7 +76,7 @@ def _runs(ctx: Ctx, t, size: int, row_major: bool) -> list[tuple[int, int]]:
         return [(0, 1)]
     if not row_major or isinstance(t.elem, PointerType):  # no vectors of pointers
         return [(i, 1) for i in range(num_registers(t.layout, t.shape))]
-    return vector_runs(t.layout, t.shape, max(1, MAX_VECTOR_BYTES // size), ctx.target.warp_size)
+    return vector_runs(t.layout, t.shape, max(1, ctx.target.max_vector_bytes // size), ctx.target.warp_size)
 
 
 def stage_in_smem(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
@@ -130,7 +128,9 @@ class _maybe:
 
 
 @lowers(ir.ConvertLayout)
-def _convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
+def convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
+    """Renaming registers where every thread holds its elements already, else
+    through shared memory (``exchange``)."""
     src, dst = op.src.type, op.result.type
     if src.layout == dst.layout:
         ctx.bind(op.results, [ctx[op.src]])
@@ -140,16 +140,19 @@ def _convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
         regs = ctx[op.src]
         ctx.bind(op.results, [[regs[i] for i in local]])
         return
-    if isinstance(dst.layout, DotOperand):
-        ctx.bind(op.results, [convert_to_operand(ctx, ctx[op.src], src, dst)])
-        return
     index = row_major(ctx, src.shape)
     ctx.bind(op.results, exchange(ctx, [(ctx[op.src], src, index)], [(dst, index)], row_major=True))
 
 
+def moves_between_threads(ctx: Ctx, src: TileType, dst: TileType) -> bool:
+    """Whether converting a tile from ``src``'s layout to ``dst``'s moves
+    elements between threads (else it only renames registers)."""
+    return src.layout != dst.layout and _register_permutation(ctx, src, dst) is None
+
+
 def _register_permutation(ctx: Ctx, src: TileType, dst: TileType) -> Optional[list[int]]:
     """When every thread already holds the elements ``dst`` gives it -- the
-    two layouts spread lane and warp bits over the dims alike (an mma
+    two layouts spread lane and warp bits over the dims alike (a tensor-core
     accumulator and the ``a`` operand of a dot chained to it) -- the source
     register each result register is; else None."""
     if _bit_signature(ctx, src) != _bit_signature(ctx, dst):

@@ -22,16 +22,9 @@ from tilec import language as tl
 from tilec.frontend.semantic import BoundMethod, Tensor, TypingError, broadcast_to, cast_to, constant, describe, dtype_name, emit, to_ir_type, to_tensor
 from tilec.frontend import semantic
 from tilec.frontend.common import bind_arguments
+from tilec.rules import registry
 
-BUILTINS: dict[Callable, Callable] = {}
-
-
-def implements(stub: Callable):
-    """Register the decorated function as the implementation of ``stub``."""
-    def register(impl: Callable) -> Callable:
-        BUILTINS[stub] = impl
-        return impl
-    return register
+BUILTINS, implements = registry("Register the decorated function as the implementation of the given ``tl`` stubs.")
 
 
 def call_builtin(ctx, fn, args: list, kwargs: dict) -> Any:

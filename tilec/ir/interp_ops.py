@@ -23,23 +23,9 @@ import numpy as np
 from tilec.ir import ops as ir
 from tilec.ir.interp_dtypes import bitcast, cast, compute_dtype, convert_constant, memory_dtype, round_float
 from tilec.ir.types import ScalarType, bf16, elem_type, f16, shape_of
+from tilec.rules import registry
 
-PURE: dict[type, Callable[[ir.Op, list], list]] = {}
-
-
-def registrar(table: dict) -> Callable:
-    """A decorator factory: ``@reg(A, B)`` stores the decorated fn under A and B in ``table``."""
-    def for_classes(*classes: type):
-        def register(fn):
-            for cls in classes:
-                table[cls] = fn
-            return fn
-        return register
-    return for_classes
-
-
-evaluates = registrar(PURE)
-evaluates.__doc__ = "Register the decorated ``fn(op, operands) -> results`` for the given op classes."
+PURE, evaluates = registry("Register the decorated ``fn(op, operands) -> results`` for the given op classes.")
 
 
 def evaluate_pure(op: ir.Op, operands: list) -> list[np.ndarray]:

@@ -31,17 +31,15 @@ from tilec.ir import ops as ir
 from tilec.ir.core import Block, Function, Op, Value, walk
 from tilec.ir.interp_dtypes import ADDRESS, compute_dtype, convert_constant, memory_dtype, to_memory
 from tilec.ir.interp_memory import REGION_BITS, Access, Memory
-from tilec.ir.interp_ops import PURE, elementwise_fn, evaluate_pure, registrar  # noqa: F401  (re-exported)
+from tilec.ir.interp_ops import PURE, elementwise_fn, evaluate_pure  # noqa: F401  (re-exported)
 from tilec.ir import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
 from tilec.ir.types import PointerType, ScalarType, elem_type, shape_of
+from tilec.rules import registry
 
 # Programs per chunk are chosen so the largest tile of a chunk has about this many elements.
 CHUNK_ELEMENTS = 1 << 17
 
-RUN: dict[type, Callable[[Op, "Frame"], None]] = {}
-
-
-runs = registrar(RUN)  # @runs(OpClass): the decorated fn(op, frame) runs that op class
+RUN, runs = registry("Register the decorated ``fn(op, frame)`` as what runs the given op classes.")
 
 
 def interpret(fn: Function, grid, args: list) -> None:

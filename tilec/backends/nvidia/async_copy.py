@@ -3,7 +3,8 @@
 ``local_load`` (what the pipeliner, ``tilec.backends.nvidia.pipeline``, builds).
 
 A buffer is one register: its base pointer, at the offset the shared-memory
-plan gave it.  Its matrices are swizzled (``Shared``; ``mma.swizzled_offset``).
+plan (``Analyses.shared``) gave it.  Its matrices are swizzled (``Shared``;
+``mma.swizzled_offset``).
 
 ``async_copy`` moves each thread's vectors of its pointer tile (the widths
 ``memory.access_width`` proves: contiguous, aligned, mask constant) with one
@@ -12,6 +13,9 @@ plan gave it.  Its matrices are swizzled (``Shared``; ``mma.swizzled_offset``).
 size 0).  Narrower vectors, or an ``other`` that is not zero, are copied by
 ordinary loads and stores, finished when the op is: a later
 ``async_wait`` + barrier orders them like the asynchronous ones.
+
+``RULES`` holds this file's rules, which the NVIDIA backend's
+``TargetLowering`` lays over the generic ones.
 """
 from __future__ import annotations
 
@@ -20,14 +24,17 @@ import math
 from llvmlite import ir as llir
 
 from tilec import ir
-from tilec.codegen_llvm.elementwise import constant
-from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, coordinates, lowers
-from tilec.codegen_llvm.memory import _guarded, access_width
 from tilec.ir.layouts_nvidia import DotOperand
-from tilec.backends.nvidia.mma import OperandReader, ldmatrix_fits, load_shared_tile, matrix_bytes, swizzled_offset
+from tilec.rules import registry
+from tilec.codegen_llvm.elementwise import constant
+from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, coordinates
+from tilec.codegen_llvm.memory import _guarded, access_width
 from tilec.codegen_llvm.scalar_base import llvm_type
+from tilec.backends.nvidia.mma import OperandReader, ldmatrix_fits, load_shared_tile, matrix_bytes, swizzled_offset
 
 CP_ASYNC_BYTES = (4, 8, 16)
+
+RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the NVIDIA backend's for the given op classes.")
 
 
 @lowers(ir.LocalAlloc)

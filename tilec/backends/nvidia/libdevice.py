@@ -2,7 +2,7 @@
 calls it, keep only the kernels visible, run LLVM's O3 pipeline.
 
 libdevice (``libdevice.10.bc``) is NVIDIA's bitcode math library: the
-``__nv_sinf`` ... that ``scalar_math`` calls.  Its functions branch on
+``__nv_sinf`` ... that codegen's ``scalar_math`` calls (``lowering.NvidiaMath``).  Its functions branch on
 ``__nvvm_reflect("__CUDA_FTZ")`` and ``("__CUDA_ARCH")``; LLVM 22's
 NVVMReflect pass folds those (the arch from the target machine, FTZ from the
 module flag ``nvvm-reflect-ftz``, which we set to 0: subnormals are kept, as
@@ -34,6 +34,7 @@ from tilec.targets.base import Target, target_machine
 from tilec.backends.nvidia.ptxas import INSTALL_CUDA_TOOLS, find_libdevice
 
 O3 = 3
+LIBDEVICE_PREFIX = "__nv_"  # of every libdevice function's name
 
 # Override (4): our setting wins over any the module carries.
 _REFLECT_FLAGS = """
@@ -68,7 +69,7 @@ def _parse_for(text: str, target: Target):
 
 
 def _calls_libdevice(module) -> bool:
-    return any(fn.is_declaration and fn.name.startswith("__nv_") for fn in module.functions)
+    return any(fn.is_declaration and fn.name.startswith(LIBDEVICE_PREFIX) for fn in module.functions)
 
 
 def _kernel_names(module) -> set[str]:

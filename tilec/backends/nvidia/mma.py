@@ -11,6 +11,11 @@ along the other dim), element by element otherwise.  ``convert_layout`` from
 a register layout to a ``DotOperand`` goes through scratch shared memory the
 same way.
 
+``RULES`` holds this file's rules, which the NVIDIA backend's
+``TargetLowering`` lays over the generic ones: ``dot`` on an ``Mma`` layout
+(the rest on the FMA units, as every backend) and ``convert_layout`` to a
+``DotOperand``.
+
 Instructions are inline PTX (``INSTRUCTIONS`` maps the element types to
 one), as are ``ldmatrix`` and, in ``async_copy.py``, ``cp.async``.
 """
@@ -26,9 +31,14 @@ from tilec import ir
 from tilec.ir.layouts import Blocked, Shared, exact_log2, root_layout
 from tilec.ir.layouts_nvidia import DotOperand, Mma, mma_grid, swizzled_layout
 from tilec.ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
+from tilec.rules import registry
+from tilec.codegen_llvm.dot import fma_dot, round_tf32
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, layout_coordinates
 from tilec.codegen_llvm.memory import _from_memory, _to_memory
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
+from tilec.codegen_llvm.shuffle import convert_layout, moves_between_threads
+
+RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the NVIDIA backend's for the given op classes.")
 
 
 def _warp_ids(ctx: Ctx, mma: Mma) -> tuple:
@@ -58,6 +68,15 @@ INSTRUCTIONS = {
     (f32, f32): Instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 4, "f"),
     (i8, i32): Instruction("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 4, "r"),
 }
+
+
+@lowers(ir.Dot)
+def _dot(ctx: Ctx, op: ir.Dot) -> None:
+    """On the tensor cores where the layout pass chose them (an ``Mma`` result), else on the FMA units."""
+    if isinstance(op.result.type.layout, Mma):
+        lower_mma_dot(ctx, op)
+    else:
+        fma_dot(ctx, op)
 
 
 def lower_mma_dot(ctx: Ctx, op: ir.Dot) -> None:
@@ -156,16 +175,6 @@ def _from_word(ctx: Ctx, word, elem: ScalarType, n: int) -> list:
         return [b.bitcast(word, llvm_type(elem))]
     vec = b.bitcast(word, llir.VectorType(llvm_type(elem), n))
     return [b.extract_element(vec, I32(i)) for i in range(n)]
-
-
-def round_tf32(ctx: Ctx, x):
-    """f32 ``x`` rounded to 10 mantissa bits, nearest even (NaN and inf kept)."""
-    b = ctx.b
-    bits = b.bitcast(x, I32)
-    lsb = b.and_(b.lshr(bits, I32(13)), I32(1))
-    rounded = b.and_(b.add(bits, b.add(I32(0xFFF), lsb)), I32(~0x1FFF))
-    finite = b.icmp_unsigned("!=", b.and_(bits, I32(0x7F800000)), I32(0x7F800000))
-    return b.bitcast(b.select(finite, rounded, bits), llir.FloatType())
 
 
 # --------------------------------------------------------------------------- #
@@ -326,6 +335,18 @@ def _ldmatrix_asm(count: int, trans: bool, imm: int) -> llir.InlineAsm:
 # --------------------------------------------------------------------------- #
 # Register layouts -> operand layouts through scratch shared memory
 # --------------------------------------------------------------------------- #
+
+@lowers(ir.ConvertLayout)
+def _convert_layout(ctx: Ctx, op: ir.ConvertLayout) -> None:
+    """To a ``DotOperand`` through a swizzled matrix (``convert_to_operand``)
+    unless the registers only need renaming; any other conversion as every
+    backend does it."""
+    src, dst = op.src.type, op.result.type
+    if isinstance(dst.layout, DotOperand) and moves_between_threads(ctx, src, dst):
+        ctx.bind(op.results, [convert_to_operand(ctx, ctx[op.src], src, dst)])
+    else:
+        convert_layout(ctx, op)
+
 
 def convert_to_operand(ctx: Ctx, regs: list, src: TileType, dst: TileType) -> list:
     """``src``'s registers in ``dst``'s ``DotOperand`` layout: written to a

@@ -75,12 +75,18 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
 
 
 def lower_to_llvm(fn: Function, build: Build) -> str:
-    """LLVM IR of the kernel, libdevice linked where it calls it, O3-optimized."""
-    from tilec.codegen_llvm import lower
+    """LLVM IR of the kernel (the analyses codegen reads computed here, once),
+    libdevice linked where it calls it, O3-optimized."""
+    from tilec.codegen_llvm import Analyses, lower
+    from tilec.opt.axis_info import analyze_axes
+    from tilec.opt.shared_memory import plan_shared
     from tilec.backends.nvidia.libdevice import link_libdevice
+    from tilec.backends.nvidia.lowering import NvidiaLowering
 
     options = build.options
-    kernel = lower(fn, build.target, options.num_warps, options.enable_fp_fusion, options.maxnreg)
+    analyses = Analyses(axes=analyze_axes(fn), shared=plan_shared(fn))
+    kernel = lower(fn, build.target, NvidiaLowering(options.maxnreg), analyses, options.num_warps,
+                   options.enable_fp_fusion)
     build.metadata.shared = kernel.shared_bytes
     return link_libdevice(kernel.llir, build.target)
 

@@ -1,0 +1,112 @@
+"""How codegen's rules run on NVIDIA GPUs: ``NvidiaLowering``, the backend's
+``TargetLowering``.
+
+Thread and program ids are PTX special registers (``%tid.x``, ``%ctaid.y``,
+``%nctaid.z``), read through ``llvm.nvvm.read.ptx.sreg.*``; the block barrier
+is ``bar.sync 0``; lanes swap words with ``shfl.sync.bfly``; ``printf`` is
+CUDA's ``vprintf`` (its arguments packed in a buffer) and a failed assertion
+calls ``__assertfail``.  The kernel is a ``ptx_kernel`` with ``.maxntid``
+(and ``.maxnreg`` when the launch asks for it).  Atomic scopes: ``gpu`` is
+LLVM's ``device`` scope (``fence.acq_rel.gpu``), ``cta`` is ``block``;
+``sys`` is the whole system, which also orders against the host and other
+GPUs, on every try of every spinning program.
+
+The math library is libdevice (``NvidiaMath``); the tensor-core and
+asynchronous-copy rules come from ``mma.py`` and ``async_copy.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from llvmlite import ir as llir
+
+from tilec import ir
+from tilec.codegen_llvm import TargetLowering
+from tilec.codegen_llvm.debug import GENERIC, string_constant
+from tilec.codegen_llvm.kernel import I32, I64, Ctx
+from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call
+from tilec.codegen_llvm.scalar_math import library
+from tilec.backends.nvidia import async_copy, mma
+from tilec.backends.nvidia.libdevice import LIBDEVICE_PREFIX
+from tilec.backends.nvidia.target import launch_bounds_attrs
+
+SHARED_SPACE = 3  # NVPTX's address space of shared memory
+_SYNCSCOPE = {"gpu": "device", "cta": "block", "sys": None}
+
+
+class NvidiaMath(MathLibrary):
+    """libdevice's ``__nv_sinf``/``__nv_sin``... (``libdevice.py`` links them
+    in), and the fast f32 ``rsqrt`` (``rsqrt.approx``, as Triton).
+
+    The generic formulas land on the hardware's fast paths: f32 ``exp2`` is
+    ``ex2.approx``, ``sqrt`` the correctly rounded ``sqrt.rn``.  ``log`` and
+    ``log2`` call libdevice, not ``lg2.approx``: its error is absolute
+    (2^-22.6), so near ``x = 1`` the relative error of ``log2`` reaches
+    several ulps (seen on the H100: 7 ulps at 1.125); libdevice keeps ``log``
+    within an ulp.  NVPTX cannot select ``llvm.log2.f32`` (it aborts: no
+    libcall)."""
+
+    recipes = {ir.Rsqrt: MathFn(lambda ctx, x: call(ctx, "llvm.nvvm.rsqrt.approx.f", [x]), library("rsqrt"))}
+
+    def symbol(self, name: str, t: llir.Type) -> str:
+        return LIBDEVICE_PREFIX + super().symbol(name, t)
+
+
+@dataclass(frozen=True)
+class NvidiaLowering(TargetLowering):
+    """The NVIDIA backend's hooks (module docstring); ``maxnreg`` caps the
+    registers of a thread (``Options.maxnreg``), None leaves it to ptxas."""
+
+    maxnreg: Optional[int] = None
+
+    name = "NVIDIA"
+    rules = {**mma.RULES, **async_copy.RULES}
+    math = NvidiaMath()
+    calling_convention = "ptx_kernel"
+    shared_address_space = SHARED_SPACE
+
+    def thread_id(self, ctx: Ctx) -> llir.Value:
+        return _special_register(ctx, "tid.x")
+
+    def program_id(self, ctx: Ctx, axis: int) -> llir.Value:
+        return _special_register(ctx, "ctaid." + "xyz"[axis])
+
+    def num_programs(self, ctx: Ctx, axis: int) -> llir.Value:
+        return _special_register(ctx, "nctaid." + "xyz"[axis])
+
+    def barrier(self, ctx: Ctx) -> None:
+        ctx.call("llvm.nvvm.barrier.cta.sync.aligned.all", [I32(0)], llir.VoidType())
+
+    def shuffle_xor(self, ctx: Ctx, word: llir.Value, lane_mask: int) -> llir.Value:
+        return ctx.call("llvm.nvvm.shfl.sync.bfly.i32", [I32(-1), word, I32(lane_mask), I32(0x1F)], I32)
+
+    def syncscope(self, scope: str) -> Optional[str]:
+        return _SYNCSCOPE[scope]
+
+    def printf(self, ctx: Ctx, fmt: str, args: list[llir.Value]) -> None:
+        """``vprintf(fmt, buffer)``, the arguments stored in a local struct."""
+        b = ctx.b
+        struct = llir.LiteralStructType([a.type for a in args])
+        buf = b.alloca(struct)
+        buf.type = GENERIC  # llvmlite types it with a typed pointer; LLVM 22 has opaque ones only
+        for i, a in enumerate(args):
+            b.store(a, b.gep(buf, [I32(0), I32(i)], inbounds=True, source_etype=struct))
+        vprintf = ctx.declare("vprintf", I32, [GENERIC, GENERIC])
+        b.call(vprintf, [string_constant(ctx, fmt), buf])
+
+    def assert_fail(self, ctx: Ctx, message: str, file: str, line: int, function: str) -> None:
+        fail = ctx.declare("__assertfail", llir.VoidType(), [GENERIC, GENERIC, I32, GENERIC, I64])
+        texts = [string_constant(ctx, text) for text in (message, file, function)]
+        ctx.b.call(fail, [texts[0], texts[1], I32(line), texts[2], I64(1)])
+
+    def kernel_attributes(self, num_warps: int) -> dict[str, str]:
+        attrs = launch_bounds_attrs(num_warps)
+        if self.maxnreg is not None:
+            attrs["nvvm.maxnreg"] = str(self.maxnreg)
+        return attrs
+
+
+def _special_register(ctx: Ctx, name: str) -> llir.Value:
+    """The PTX special register ``name`` (``tid.x``, ``ctaid.y``...)."""
+    return ctx.call(f"llvm.nvvm.read.ptx.sreg.{name}", [], I32)

@@ -1,0 +1,82 @@
+"""What codegen asks of a backend: ``TargetLowering``.
+
+The lowering rules of ``codegen_llvm`` are written once, for every target.
+Where a rule needs something only the hardware knows -- which thread this
+is, how a block waits for its threads, how lanes swap values, how to print
+-- it calls a hook of the ``TargetLowering`` the backend handed to
+``lower``.  A backend may also bring rules of its own (``rules``: its
+tensor-core ``dot``, its asynchronous copies), looked up before the generic
+ones, and its math library (``math``).
+
+A hook gets the lowering context (``kernel.Ctx``: the builder ``ctx.b``,
+``ctx.call``, ``ctx.declare``...) and emits code at the builder's position.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Mapping, Optional
+
+from llvmlite import ir as llir
+
+from tilec.codegen_llvm.scalar_base import C_MATH, MathLibrary
+
+if TYPE_CHECKING:
+    from tilec.codegen_llvm.kernel import Ctx, Rule
+
+
+class TargetLowering(ABC):
+    """A backend's answers to codegen (module docstring).  Attributes with a
+    default suit a target that has nothing special there; the abstract hooks
+    every backend answers."""
+
+    name: str = "generic"  # in messages: "the <name> backend cannot compile `op` yet"
+    rules: Mapping[type, Rule] = {}  # op class -> ``rule(ctx, op)``, over the generic rules
+    math: MathLibrary = C_MATH
+    calling_convention: str = ""  # the kernel function's LLVM calling convention
+    shared_address_space: int = 0  # LLVM address space of the block's shared memory
+
+    # --- where this thread is --------------------------------------------------
+    @abstractmethod
+    def thread_id(self, ctx: Ctx) -> llir.Value:
+        """The thread's index in its program's block (i32; warps are its
+        consecutive runs of ``target.warp_size``)."""
+
+    @abstractmethod
+    def program_id(self, ctx: Ctx, axis: int) -> llir.Value:
+        """The program's index along grid ``axis`` (0, 1, 2; i32)."""
+
+    @abstractmethod
+    def num_programs(self, ctx: Ctx, axis: int) -> llir.Value:
+        """How many programs the grid has along ``axis`` (i32)."""
+
+    # --- threads working together ----------------------------------------------
+    @abstractmethod
+    def barrier(self, ctx: Ctx) -> None:
+        """Wait until every thread of the block gets here; their shared-memory
+        writes before it are seen by all after it."""
+
+    @abstractmethod
+    def shuffle_xor(self, ctx: Ctx, word: llir.Value, lane_mask: int) -> llir.Value:
+        """The i32 ``word`` of the lane of this warp whose lane id differs from
+        ours by ``lane_mask`` (xor); every lane of the warp takes part."""
+
+    def syncscope(self, scope: str) -> Optional[str]:
+        """The LLVM syncscope of an atomic of tile-IR ``scope`` (``"gpu"``,
+        ``"cta"``, ``"sys"``); None is the whole system, right for every scope."""
+        return None
+
+    # --- debugging ---------------------------------------------------------------
+    @abstractmethod
+    def printf(self, ctx: Ctx, fmt: str, args: list[llir.Value]) -> None:
+        """Print C's ``printf(fmt, *args)`` (``args`` already promoted as C's
+        varargs are: doubles, i32 or wider ints, pointers as i64)."""
+
+    @abstractmethod
+    def assert_fail(self, ctx: Ctx, message: str, file: str, line: int, function: str) -> None:
+        """Stop the kernel with an error the host sees, reporting ``message``
+        at ``file:line`` in ``function`` (emitted where an assertion failed)."""
+
+    # --- the kernel function -----------------------------------------------------
+    def kernel_attributes(self, num_warps: int) -> dict[str, str]:
+        """String attributes of the kernel's ``define`` (launch bounds...)."""
+        return {}
