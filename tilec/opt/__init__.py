@@ -14,7 +14,8 @@ from tilec.opt.cse import eliminate_common_subexpressions
 from tilec.opt.dce import eliminate_dead_code
 from tilec.opt.fold_constants import fold_constants
 from tilec.opt.licm import hoist_loop_invariants
-from tilec.opt.pass_manager import PassManager, check_function, roundtrip_requested
+from tilec.environment import check_enabled
+from tilec.opt.pass_manager import PassManager, check_function
 
 __all__ = [
     "PassManager", "DEFAULT_PIPELINE", "optimize", "canonicalize", "fold_constants",
@@ -38,7 +39,7 @@ def optimize(fn: Function, verify: Optional[bool] = None, dump: Optional[bool] =
     end: checking after each pass was 60% of ``optimize``'s time in a cold
     compile of a matmul.
     """
-    every_pass = roundtrip_requested() if verify is None else verify
+    every_pass = check_enabled() if verify is None else verify
     manager = PassManager(DEFAULT_PIPELINE, verify=every_pass, dump=dump)
     text = print_function(fn)
     for _ in range(MAX_ROUNDS):
@@ -47,5 +48,5 @@ def optimize(fn: Function, verify: Optional[bool] = None, dump: Optional[bool] =
         if text == before:
             break
     if verify is not False:
-        check_function(fn, "optimize", roundtrip=every_pass and roundtrip_requested())
+        check_function(fn, "optimize", roundtrip=every_pass and check_enabled())
     return fn

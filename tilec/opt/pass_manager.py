@@ -15,7 +15,7 @@ import functools
 import sys
 from typing import Callable, Optional, Sequence
 
-from tilec.environment import check_enabled, dump_names
+from tilec.environment import dump_names
 from tilec.ir.core import Function, VerifyError
 from tilec.ir.printer import print_function
 
@@ -25,11 +25,6 @@ Pass = Callable[[Function], Function]
 def dump_requested() -> bool:
     """True when ``TILEC_DUMP`` names ``ir`` (``launch/dump.py`` rejects unknown names before a compile)."""
     return "ir" in dump_names()
-
-
-def roundtrip_requested() -> bool:
-    """True under ``TILEC_CHECK=1`` (the test suite): compiled IR must survive its text form."""
-    return check_enabled()
 
 
 def pass_name(p: Pass) -> str:

@@ -142,7 +142,7 @@ def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Lo
             cd.leave_context()
     names = [a.name for a in args]
     return Loaded(kernel, ctx, int(ctx), parameter_frame(compiled), tuple(names.index(n) for n in compiled.fn.arg_names),
-                  (threads, 1, 1), compiled.metadata.shared, sync_requested())
+                  (threads, 1, 1), compiled.metadata.shared, sync_enabled())
 
 
 def _load_module(compiled: CompiledKernel, device: int) -> cd.Module:
@@ -158,11 +158,6 @@ def _load_module(compiled: CompiledKernel, device: int) -> cd.Module:
 def parameter_frame(compiled: CompiledKernel) -> libcuda.LaunchFrame:
     """The launch frame for the kernel's parameters: ``fn.args`` in order, pointers as addresses."""
     return libcuda.LaunchFrame(["ptr" if isinstance(a.type, PointerType) else a.type.name for a in compiled.fn.args])
-
-
-def sync_requested() -> bool:
-    """``TILEC_SYNC=1``: synchronize after every launch so faults name their kernel."""
-    return sync_enabled()
 
 
 # --- the generated launcher -----------------------------------------------------

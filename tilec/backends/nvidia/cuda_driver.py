@@ -31,7 +31,7 @@ from tilec.errors import TilecError
 # Tried in order: cuda-python 12.x/13.x, then the pre-12.6 layout.
 BINDINGS = ("cuda.bindings.driver", "cuda.cuda")
 
-# Static shared memory per block without opting in (see targets/nvptx.py).
+# Static shared memory per block without opting in (see target.py).
 DEFAULT_SHARED_BYTES = 48 * 1024
 
 

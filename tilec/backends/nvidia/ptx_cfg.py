@@ -7,7 +7,7 @@ Why tilec looks: a warp that branches apart must come back together before a
 in loops with one entry; in a loop with two it did not, and the layer-norm
 backward at N = 1 hung the H100 with every thread of the block in the loop,
 half of them at its barrier.  LLVM made that loop (see
-``codegen_llvm/libdevice.py``); the NVIDIA pipeline checks every PTX it emits
+``libdevice.py``); the NVIDIA pipeline checks every PTX it emits
 with ``irreducible_entries``, so the same slip is a compile error, not a hang.
 
 A CFG is reducible when every edge that closes a cycle in a depth-first walk

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Optional
 
+from tilec.environment import check_enabled
 from tilec.errors import OutOfResources, TilecError
 from tilec.ir.core import Function
 from tilec.targets.base import Target
@@ -57,7 +58,6 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     from tilec.backends.nvidia.layouts import assign_layouts
     from tilec.backends.nvidia.pipeline import pipeline_loops
     from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
-    from tilec.opt.pass_manager import roundtrip_requested
 
     options = build.options
     passes = [
@@ -69,7 +69,7 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
         eliminate_common_subexpressions,
         partial(pipeline_loops, num_stages=options.num_stages, target=build.target),
     ]
-    lowered = PassManager(passes, verify=roundtrip_requested()).run(fn)
+    lowered = PassManager(passes, verify=check_enabled()).run(fn)
     check_ir(lowered)
     return lowered
 
