@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilec.environment import check_enabled
 from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir, run_stages
 from tilec.targets.base import Target, target_machine
@@ -51,13 +52,12 @@ class Build:
 
 def lower_tile_ir(fn: Function, build: Build) -> Function:
     """Tile IR with scalar-per-program layouts and the grid arguments; under
-    ``TILEC_CHECK=1`` each pass's output is verified and survives its text form."""
+    ``TILEC_CHECK=1`` each pass's output is verified, and the result survives its text form."""
     from tilec.opt import PassManager
-    from tilec.opt.pass_manager import roundtrip_requested
     from tilec.backends.host.grid import add_grid_arguments
     from tilec.backends.host.layouts import assign_scalar_layouts
 
-    lowered = PassManager([assign_scalar_layouts, add_grid_arguments], verify=roundtrip_requested()).run(fn)
+    lowered = PassManager([assign_scalar_layouts, add_grid_arguments], verify=check_enabled()).run(fn)
     check_ir(lowered)
     return lowered
 
