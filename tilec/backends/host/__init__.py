@@ -7,7 +7,8 @@ yet), and only elementwise kernels compile (vector add and its kin; any
 other op is a CompilationError at its line).  It runs nothing by itself:
 ``places`` is empty, so ``kernel[grid](numpy arrays)`` still goes to the
 interpreter (target ``"host"``).  Compile with ``kernel.compile(...,
-target="cpu")`` and launch through ``launcher().launch(compiled, grid, args)``.
+target="cpu")`` and launch through ``launcher().launch(compiled, grid, args)``,
+``args`` classified as a launch classifies them (``kernel.plan(args, kwargs).args``).
 
 Its rooms: ``target.py`` (the facts), ``stages.py`` (the pipeline after
 ``optimize``: scalar layouts, LLVM IR, assembly, object code),
