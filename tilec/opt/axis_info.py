@@ -34,11 +34,12 @@ It is an analysis, so the IR is never changed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 from tilec import ir
 from tilec.ir.core import Block, Function, Op, Value
 from tilec.ir.types import PointerType, ScalarType, elem_type, shape_of
+from tilec.rules import registry
 
 MAX_DIVISIBILITY = 2 ** 30
 # Rounds of the loop fixed point before giving up on a loop's carried values.
@@ -190,16 +191,7 @@ class _Analysis:
             self.info[r] = i
 
 
-RULES: dict[type, Callable[[_Analysis, Op], Optional[object]]] = {}
-
-
-def rule(*op_types: type):
-    """Register the decorated ``fn(analysis, op) -> AxisInfo | list | None`` for ``op_types``."""
-    def register(fn):
-        for t in op_types:
-            RULES[t] = fn
-        return fn
-    return register
+RULES, rule = registry("Register the decorated ``fn(analysis, op) -> AxisInfo | list | None`` for the given op classes.")
 
 
 # --------------------------------------------------------------------------- #
