@@ -12,9 +12,7 @@ from tilec.ir import Builder, Function
 from tilec.ir.interp_ops import evaluate_pure
 from tilec.ir.parser import parse_function
 from tilec.ir.printer import value_names
-from tilec.opt.axis_info import (
-    MAX_DIVISIBILITY, AxisInfo, analyze_axes, mask_vector_width, vector_width,
-)
+from tilec.opt.axis_info import MAX_DIVISIBILITY, AxisInfo, analyze_axes
 
 
 def infos(text: str) -> dict[str, AxisInfo]:
@@ -61,17 +59,17 @@ def test_vector_add_divisible_n():
     assert got["px"] == A([1024], [16], [1])
     assert got["py"] == A([1024], [4], [1])
     assert got["v"] == A([1], [1], [1])          # loaded data: nothing known
-    assert vector_width(got["px"], 4, 0, 16) == 4
-    assert vector_width(got["py"], 4, 0, 16) == 1
-    assert vector_width(got["px"], 2, 0, 16) == 8
-    assert mask_vector_width(got["mask"], 0) == 16
+    assert got["px"].vector_width(0, 4, 16) == 4
+    assert got["py"].vector_width(0, 4, 16) == 1
+    assert got["px"].vector_width(0, 2, 16) == 8
+    assert got["mask"].constancy[0] == 16
 
 
 def test_vector_add_unaligned_n_breaks_mask_vectors():
     got = infos(VECTOR_ADD.format(n_attr=""))
     assert got["n"] == A([1], [1], [1])
     assert got["mask"] == A([1], [1], [1])
-    assert mask_vector_width(got["mask"], 0) == 1
+    assert got["mask"].constancy[0] == 1
 
 
 def test_2d_row_major_tile():
@@ -96,8 +94,8 @@ func @tile(%p: ptr<f16> {divisibility = 16}, %stride: i32 {divisibility = 16}) {
     assert got["cb"] == A([1, 64], [1, MAX_DIVISIBILITY], [32, 1])
     assert got["offs"] == A([1, 64], [1, 16], [1, 1])
     assert got["ptrs"] == A([1, 64], [2, 16], [1, 1])
-    assert vector_width(got["ptrs"], 2, 1, 16) == 8
-    assert vector_width(got["ptrs"], 2, 0, 16) == 1
+    assert got["ptrs"].vector_width(1, 2, 16) == 8
+    assert got["ptrs"].vector_width(0, 2, 16) == 1
 
 
 def test_hints_raise_what_is_known():
@@ -119,7 +117,7 @@ func @h(%i: i32, %p: ptr<f32>, %t: tile<128xi32>) {
     assert got["cd"] == A([128], [128], [1])
     assert got["k"] == A([1], [1], [32])
     assert got["q"] == A([128], [4], [1])
-    assert vector_width(got["q"], 4, 0, 16) == 1
+    assert got["q"].vector_width(0, 4, 16) == 1
 
 
 def test_constants():

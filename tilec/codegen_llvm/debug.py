@@ -9,6 +9,8 @@ false element.
 """
 from __future__ import annotations
 
+import hashlib
+
 from llvmlite import ir as llir
 
 from tilec import ir
@@ -20,9 +22,12 @@ GENERIC = llir.PointerType()
 
 
 def string_constant(ctx: Ctx, text: str) -> llir.Value:
-    """A pointer to a NUL-terminated global copy of ``text`` (one per distinct text)."""
+    """A pointer to a NUL-terminated global copy of ``text`` (one per distinct
+    text).  The global is named by a digest of the bytes, the same in every
+    process (Python's ``hash`` of a str is not), so a kernel's LLVM IR and
+    binary do not change from run to run."""
     data = bytearray(text.encode()) + b"\0"
-    name = f"tilec_str_{abs(hash(text)) & 0xFFFFFFFF:08x}_{len(data)}"
+    name = f"tilec_str_{hashlib.sha256(data).hexdigest()[:16]}_{len(data)}"
     g = ctx.module.globals.get(name)
     if g is None:
         arr = llir.ArrayType(llir.IntType(8), len(data))

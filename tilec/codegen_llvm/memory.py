@@ -43,8 +43,8 @@ def access_width(ctx: Ctx, op: ir.Op) -> int:
         return 1
     elem = elem_type(t).elem
     ptr = ctx.axes[op.ptr]
-    width = min(register_counts(t.layout, t.shape)[fast], layout.spt[fast], ptr.contiguity[fast],
-                ptr.divisibility[fast] // elem.bytes, ctx.target.max_vector_bytes // elem.bytes)
+    width = min(register_counts(t.layout, t.shape)[fast], layout.spt[fast],
+                ptr.vector_width(fast, elem.bytes, ctx.target.max_vector_bytes))
     if op.mask is not None:
         width = min(width, ctx.axes[op.mask].constancy[fast])
     return max(1, width)

@@ -15,7 +15,7 @@ and ``tl_reduce`` hold the rest.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any
 
 from tilec import ir
 from tilec import language as tl

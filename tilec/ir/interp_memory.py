@@ -31,7 +31,6 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from tilec.errors import InterpreterError
 from tilec.ir.interp_dtypes import from_memory, memory_dtype, to_memory
 from tilec.ir.types import PointerType
 

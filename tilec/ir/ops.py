@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
 from tilec.ir.core import Block, Op, Value, VerifyError, attr, operand, optional, region, variadic
-from tilec.ir.types import PointerType, ScalarType, TileType, Type, elem_type, i1, i32, is_float, is_int, is_pointer, shape_of, with_elem, with_shape
+from tilec.ir.types import ScalarType, TileType, Type, elem_type, i1, i32, is_float, is_int, is_pointer, shape_of, with_elem, with_shape
 
 
 def _fail(op: Op, msg: str) -> None:

@@ -15,7 +15,7 @@ dimension (one entry for a scalar), three powers of two:
 Contiguity and constancy never exceed the dimension's size; divisibility is
 capped at ``2**30`` (a 0 counts as divisible by it).  This is Triton's AxisInfo
 idea; a backend's layout pass and the codegen use it to pick vector loads
-and stores (``vector_width``, ``mask_vector_width``).
+and stores (``AxisInfo.vector_width``, a mask's ``constancy``).
 
 Rules are a table ``RULES: op class -> rule``, one small function each.  An op
 without a rule, and every value the rules cannot see through (loads,
@@ -34,11 +34,12 @@ It is an analysis, so the IR is never changed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 from tilec import ir
 from tilec.ir.core import Block, Function, Op, Value
 from tilec.ir.types import PointerType, ScalarType, elem_type, shape_of
+from tilec.rules import registry
 
 MAX_DIVISIBILITY = 2 ** 30
 # Rounds of the loop fixed point before giving up on a loop's carried values.
@@ -57,19 +58,14 @@ class AxisInfo:
     def rank(self) -> int:
         return len(self.contiguity)
 
-
-def vector_width(info: AxisInfo, elem_bytes: int, dim: int, max_bytes: int) -> int:
-    """How many consecutive elements along ``dim`` one thread may access as one
-    vector of at most ``max_bytes`` (the target's widest access), for a
-    pointer value with ``info`` (divisibility in bytes)."""
-    by_alignment = max(1, info.divisibility[dim] // elem_bytes)
-    return max(1, min(info.contiguity[dim], by_alignment, max(1, max_bytes // elem_bytes)))
-
-
-def mask_vector_width(info: AxisInfo, dim: int) -> int:
-    """How many consecutive elements along ``dim`` a mask with ``info`` keeps
-    equal: a masked vector access may not be wider."""
-    return info.constancy[dim]
+    def vector_width(self, dim: int, elem_bytes: int, max_bytes: int) -> int:
+        """How many consecutive elements along ``dim`` one thread may access as
+        one vector of at most ``max_bytes`` (the target's widest access), for
+        a pointer value with these facts (divisibility in bytes).  Layout
+        choice and codegen both ask this; a mask narrows it further to its
+        ``constancy[dim]`` (equal mask bits)."""
+        by_alignment = max(1, self.divisibility[dim] // elem_bytes)
+        return max(1, min(self.contiguity[dim], by_alignment, max(1, max_bytes // elem_bytes)))
 
 
 def analyze_axes(fn: Function) -> dict[Value, AxisInfo]:
@@ -190,16 +186,7 @@ class _Analysis:
             self.info[r] = i
 
 
-RULES: dict[type, Callable[[_Analysis, Op], Optional[object]]] = {}
-
-
-def rule(*op_types: type):
-    """Register the decorated ``fn(analysis, op) -> AxisInfo | list | None`` for ``op_types``."""
-    def register(fn):
-        for t in op_types:
-            RULES[t] = fn
-        return fn
-    return register
+RULES, rule = registry("Register the decorated ``fn(analysis, op) -> AxisInfo | list | None`` for the given op classes.")
 
 
 # --------------------------------------------------------------------------- #

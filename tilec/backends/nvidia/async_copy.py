@@ -67,7 +67,7 @@ def _local_load(ctx: Ctx, op: ir.LocalLoad) -> None:
 
 @lowers(ir.AsyncCopy)
 def _async_copy(ctx: Ctx, op: ir.AsyncCopy) -> None:
-    b, buf, t = ctx.b, op.buf.type, op.ptr.type
+    b, buf = ctx.b, op.buf.type
     elem = buf.elem
     base = slot_base(ctx, op.buf, op.slot)
     ptrs, coords = ctx[op.ptr], coordinates(ctx, op.ptr)

@@ -39,7 +39,7 @@ from tilec.ir.core import Block, Function, Op, Value, clone_op
 from tilec.ir.layouts import Blocked, Layout, Slice, blocked_layout
 from tilec.ir.layouts_nvidia import K_PER_KWIDTH, TILE_M, TILE_N, DotOperand, Mma, mma_layout
 from tilec.ir.types import SCALAR_TYPES, TileType, elem_type, f32, shape_of
-from tilec.opt.axis_info import analyze_axes, vector_width
+from tilec.opt.axis_info import analyze_axes
 from tilec.targets.base import MatrixInstruction, Target
 
 MEMORY_OPS = (ir.Load, ir.Store, ir.AtomicRMW, ir.AtomicCAS)
@@ -176,7 +176,7 @@ def _access_shape(ptr: Value, axes: dict, max_vector_bytes: int) -> tuple[tuple[
     rank = info.rank
     order = tuple(sorted(range(rank), key=lambda d: (-info.contiguity[d], -d)))
     elem_bytes = elem_type(ptr.type).elem.bytes
-    return order, vector_width(info, elem_bytes, order[0], max_vector_bytes)
+    return order, info.vector_width(order[0], elem_bytes, max_vector_bytes)
 
 
 # --------------------------------------------------------------------------- #
