@@ -20,6 +20,7 @@ from llvmlite import ir as llir
 from tilec.ir.core import Function, clone_block
 from tilec.ir.types import PointerType, ScalarType, Type, i32
 from tilec.codegen_llvm.kernel import I32, I64, param_type
+from tilec.codegen_llvm.scalar_base import counted_loop
 from tilec.targets.base import Target
 
 #: The arguments ``add_grid_arguments`` appends, in order.
@@ -79,17 +80,9 @@ def _from_bits(b: llir.IRBuilder, arg: llir.Value, kernel_type: llir.Type, t: Ty
 def _each_program(b: llir.IRBuilder, entry: llir.Function, grid: list, body) -> None:
     """Emit ``body([x, y, z])`` for every program of the ``grid`` (three i32), then return."""
     gx, gy, gz = (b.zext(g, I64) for g in grid)
-    total = b.mul(b.mul(gx, gy), gz)
-    start = b.block
-    loop, done = entry.append_basic_block("program"), entry.append_basic_block("done")
-    b.cbranch(b.icmp_unsigned("==", total, I64(0)), done, loop)
-    b.position_at_end(loop)
-    i = b.phi(I64, name="program")
-    rest = b.udiv(i, gx)
-    body([b.trunc(v, I32) for v in (b.urem(i, gx), b.urem(rest, gy), b.udiv(rest, gy))])
-    following = b.add(i, I64(1))
-    i.add_incoming(I64(0), start)
-    i.add_incoming(following, loop)
-    b.cbranch(b.icmp_unsigned("==", following, total), done, loop)
-    b.position_at_end(done)
+
+    def program(i: llir.Value) -> None:
+        rest = b.udiv(i, gx)
+        body([b.trunc(v, I32) for v in (b.urem(i, gx), b.urem(rest, gy), b.udiv(rest, gy))])
+    counted_loop(b, b.mul(b.mul(gx, gy), gz), program)
     b.ret_void()
