@@ -314,6 +314,8 @@ class ControlFlowMixin:
         try:
             with self.builder.at(block):
                 cond = self.visit(test)
+                if isinstance(cond, tl.condition):  # Triton's `while tl.condition(c, disable_licm=...)`
+                    cond = cond.condition
                 if not is_tensor(cond):
                     if cond:
                         self.error("this while loop never ends: its condition is a compile-time true", test)

@@ -115,7 +115,7 @@ class Tensor(tl.tensor):
         return f"Tensor({self.handle.type})"
 
 
-MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
+MAX_TILE_NUMEL = tl.TRITON_MAX_TENSOR_NUMEL  # 2**20, as in Triton
 
 
 def emit(ctx, cls: type, **fields) -> Tensor:
@@ -635,9 +635,20 @@ _ATTRIBUTES = {
 }
 
 
+def is_number_tensor_attribute(x, name: str) -> bool:
+    """Whether ``x.name`` reads a Python number as a tensor: ``name`` is a tensor's
+    attribute or method that the number itself lacks (``to``, ``dtype``, not ``real``)."""
+    return is_number(x) and not hasattr(x, name) and (name in _ATTRIBUTES or name in tl.TENSOR_METHODS)
+
+
 @reports_errors
 def attribute(ctx, x, name: str) -> Any:
-    """``x.dtype``, ``x.shape``, ``x.type``, ``x.numel``, ``x.T``, or a method (``BoundMethod``)."""
+    """``x.dtype``, ``x.shape``, ``x.type``, ``x.numel``, ``x.T``, or a method (``BoundMethod``).
+
+    A Python number lacking ``name`` is the tensor Triton makes of it (its
+    literal type: ``(0).to(tl.int64)``, ``(1.5).dtype`` is ``tl.float32``)."""
+    if is_number_tensor_attribute(x, name):
+        x = to_tensor(ctx, x)
     if not isinstance(x, Tensor):
         if not hasattr(x, name):
             raise TypingError(f"{describe(x)} has no attribute {name!r}")

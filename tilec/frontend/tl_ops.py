@@ -9,8 +9,8 @@ defaults live in one place) and passed to the implementation by name:
 the user's line through ``ctx.error``.
 
 This file holds the registry, argument helpers, program geometry, tile
-creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_shape``
-and ``tl_reduce`` hold the rest.
+creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_shape``,
+``tl_reduce`` and ``tl_compat`` hold the rest.
 """
 from __future__ import annotations
 
@@ -386,4 +386,4 @@ def _next_power_of_2(ctx, n):
 
 
 # The other tl_* modules register their functions on import.
-from tilec.frontend import tl_math, tl_reduce, tl_shape  # noqa: E402,F401
+from tilec.frontend import tl_compat, tl_math, tl_reduce, tl_shape  # noqa: E402,F401
