@@ -285,6 +285,16 @@ def test_condition_is_a_while_test():
     assert out[0] == np.argmax(np.cumsum(x) >= 14)
 
 
+def test_condition_only_tests_a_while_loop():
+    @tilec.jit
+    def kernel(x_ptr, n):
+        if tl.condition(n > 0):
+            tl.store(x_ptr, n)
+
+    with pytest.raises(CompilationError, match=r"tl.condition\(...\) can only be the test of a `while` loop"):
+        kernel.compile(np.zeros(1, np.int32), 3)
+
+
 # --------------------------------------------------------------------------- #
 # assume, slice, the tile size limit, pi32_t
 # --------------------------------------------------------------------------- #
