@@ -395,3 +395,35 @@ def test_dot_scaled_is_a_clear_error_at_the_call():
     message = str(info.value)
     assert "`tl.dot_scaled`" in message and "Hopper/Blackwell" in message and "tl.dot" in message
     assert f"{__file__}:{dot_scaled_kernel.fn.__code__.co_firstlineno + 5}" in message
+
+
+# --------------------------------------------------------------------------- #
+# Indexing with None and ':' (Triton's rule: ':' changes nothing)
+# --------------------------------------------------------------------------- #
+
+
+@tilec.jit
+def scalar_index_kernel(x_ptr, z_ptr):
+    """Triton's test_reduce with axis=None and keep_dims: a scalar pointer indexed
+    ``[None, None, :]`` takes a (1, 1) tile; ``:`` past the dims changes nothing."""
+    total = tl.sum(tl.load(x_ptr + tl.arange(0, 8)[:, None] * 4 + tl.arange(0, 4)[None, :]), axis=None,
+                   keep_dims=True)
+    z = z_ptr[None, None, :]
+    tl.static_assert(z.shape == (1, 1) and total.shape == (1, 1) and tl.arange(0, 4)[:, :].shape == (4,))
+    tl.store(z, total)
+
+
+def test_none_and_colon_index_as_triton():
+    x = np.arange(32, dtype=np.float32)
+    z = np.zeros(1, np.float32)
+    scalar_index_kernel[(1,)](x, z)
+    assert z[0] == x.sum()
+
+
+def test_none_past_the_dims_is_refused():
+    @tilec.jit
+    def kernel(x_ptr):
+        tl.store(x_ptr + tl.arange(0, 4)[:, :, None], 1)
+
+    with pytest.raises(CompilationError, match="the None at position 2 of the index is past the last dim of"):
+        kernel.compile(np.zeros(4, np.int32))

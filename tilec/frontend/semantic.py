@@ -591,17 +591,19 @@ def _is_full_slice(s) -> bool:
 
 @reports_errors
 def subscript(ctx, x, index) -> Any:
-    """``x[None, :]``-style indexing of a tile (``None`` adds a dim, ``:`` keeps one)."""
+    """``x[None, :]``-style indexing of a tile, as Triton's: the ``None`` at
+    position ``i`` of the index adds a size-1 dim at ``i``; ``:`` changes
+    nothing (so ``scalar[None, :]`` has shape ``(1,)``)."""
     if not isinstance(x, Tensor):
         return x[index]
     items = index if isinstance(index, tuple) else (index,)
     if any(not (it is None or _is_full_slice(it)) for it in items):
         raise TypingError("tiles can only be indexed with None and ':' (as x[:, None]); "
                           "to pick elements, use tl.where with a mask, or a reduction")
-    if sum(it is not None for it in items) > len(x.shape):
-        raise TypingError(f"too many ':' for a tile of shape {x.shape}")
     for pos, it in enumerate(items):
         if it is None:
+            if pos > len(x.shape):
+                raise TypingError(f"the None at position {pos} of the index is past the last dim of {describe(x)}")
             x = emit(ctx, ir.ExpandDims, src=x.handle, axis=pos)
     return x
 
