@@ -223,6 +223,15 @@ def test_constexpr_function_in_a_kernel(n):
     assert block_for(n) == max(16, 1 << (n - 1).bit_length())  # on the host too
 
 
+def test_a_constexpr_function_is_keyed_by_its_source_in_the_disk_cache():
+    from tilec.launch import cache
+
+    assert cache.stable_token(block_for) == ("constexpr_function", cache.source_fingerprint(block_for.fn))
+    x = np.zeros(4, np.int32)
+    plan = constexpr_function_kernel.plan((x, np.zeros(1, np.int64)), {"N": 4})
+    assert cache.kernel_key(constexpr_function_kernel.fn, plan.args, plan.options, "host")  # not Uncacheable
+
+
 @tl.constexpr_function
 def identity(x):
     return x
