@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from tilec import ir
+from tilec import language as tl
 from tilec.frontend import semantic
 from tilec.frontend.calls import PY_NAMES, CallsMixin, tl_equivalent
 from tilec.frontend.common import is_compile_time, is_constexpr_annotation, is_tensor, unwrap, walkable_source
@@ -121,6 +122,14 @@ _UNSUPPORTED = {
     ast.Match: "`match` is not supported in a kernel; use if/elif",
     ast.Slice: "slices are only allowed inside a subscript: x[:, None]",
 }
+
+
+def python_slices(index: Any) -> Any:
+    """A subscript's index with each ``tl.slice(start, stop, step)`` made the Python
+    slice it stands for (Triton's ``tl.slice`` is how ``a:b:c`` is spelled as a value)."""
+    if isinstance(index, tuple):
+        return tuple(python_slices(i) for i in index)
+    return slice(index.start, index.stop, index.step) if isinstance(index, tl.slice) else index
 
 
 @dataclass
@@ -341,7 +350,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
 
     def get_attribute(self, obj: Any, name: str, spelled: Optional[str] = None) -> Any:
         """``obj.name``; ``spelled`` is how the user wrote ``obj`` (``tl``, ``tilec.language``)."""
-        if is_tensor(obj):
+        if is_tensor(obj) or semantic.is_number_tensor_attribute(obj, name):
             return unwrap(semantic.attribute(self, obj, name))
         if not hasattr(obj, name):
             self.error(self.missing_attribute(obj, name, spelled))
@@ -424,7 +433,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         return self.visit(node.body if cond else node.orelse)
 
     def visit_Subscript(self, node: ast.Subscript) -> Any:
-        value, index = self.visit(node.value), self.visit_index(node.slice)
+        value, index = self.visit(node.value), python_slices(self.visit_index(node.slice))
         if is_tensor(value):
             self.check_tensor_index(index)
             return semantic.subscript(self, value, index)

@@ -14,7 +14,8 @@ from typing import Any, NoReturn, Optional
 
 import tilec.language as tl
 from tilec.frontend import semantic, tl_ops
-from tilec.frontend.common import bind_arguments, is_constexpr_annotation, is_tensor, unwrap, walkable_source
+from tilec.frontend.common import bind_arguments, is_compile_time, is_constexpr_annotation, is_tensor, unwrap, walkable_source
+from tilec.language.core import ConstexprFunction
 
 # Python builtins a kernel may call on compile-time values, with the advice
 # given when one is called on a tensor.
@@ -27,6 +28,8 @@ PY_NAMES = {f.__name__: f for f in _PY_FUNCS} | {"range": py.range, "print": py.
 # On tensors these builtins mean a tl function (as in Triton): min(a, b, c) is
 # tl.minimum(tl.minimum(a, b), c).
 _TENSOR_FORMS = {py.min: tl.minimum, py.max: tl.maximum, py.abs: tl.abs}
+# Compile-time callables that may hold a tensor argument (a `while` test for tl.condition).
+_TAKE_TENSORS = (py.isinstance, tl.condition)
 # Builtins with their own handling: the CodeGenerator method for each.
 _SPECIAL_CALLS = {py.range: "call_range", py.print: "call_print", py.getattr: "call_getattr",
                   py.min: "call_min_max_abs", py.max: "call_min_max_abs", py.abs: "call_min_max_abs"}
@@ -103,9 +106,20 @@ class CallsMixin:
             return unwrap(tl_ops.call_builtin(self, fn, args, kwargs))
         if getattr(fn, "is_tilec_jit", False):
             return self.inline_jit(fn, args, kwargs)
+        if isinstance(fn, ConstexprFunction):
+            return self.call_constexpr_function(fn, args, kwargs)
         if self.is_python_callable(fn):
             return unwrap(self.call_python(fn, args, kwargs))
         self.error(self.cannot_call(fn))
+
+    def call_constexpr_function(self, fn: ConstexprFunction, args: list, kwargs: dict) -> Any:
+        """A ``@tl.constexpr_function``, run now on the host; its result must be a
+        compile-time value (it becomes a constexpr of the kernel)."""
+        result = unwrap(self.fold(fn.fn, *args, **kwargs))
+        if is_tensor(result) or not is_compile_time(result):
+            self.error(f"constexpr_function `{fn.__name__}` returned {self.describe(result)}; it runs at compile "
+                       "time and must return a compile-time value (a number, string, dtype or tuple of them)")
+        return result
 
     @staticmethod
     def cannot_call(fn: Any) -> str:
@@ -124,17 +138,19 @@ class CallsMixin:
 
     @staticmethod
     def is_python_callable(fn: Any) -> bool:
-        """Python builtins we allow, ``math.*``, and ``tl`` classes (``tl.constexpr(4)``, ``tl.pointer_type(dt)``)."""
+        """Python builtins we allow, ``math.*``, ``tl`` classes (``tl.constexpr(4)``,
+        ``tl.pointer_type(dt)``) and the methods of their instances (``x.dtype.is_int()``)."""
         module = getattr(fn, "__module__", None) or ""
         language_class = isinstance(fn, type) and module.startswith("tilec.language")
-        return any(fn is f for f in PY_NAMES.values()) or module == "math" or language_class
+        language_method = inspect.ismethod(fn) and type(fn.__self__).__module__.startswith("tilec.language")
+        return any(fn is f for f in PY_NAMES.values()) or module == "math" or language_class or language_method
 
     def call_python(self, fn: Any, args: list, kwargs: dict) -> Any:
         """A Python builtin or ``math`` function, run at compile time on constexprs."""
         special = _SPECIAL_CALLS.get(fn)
         if special is not None:
             return getattr(self, special)(fn, args, kwargs)
-        if fn is not py.isinstance and any(is_tensor(a) for a in [*args, *kwargs.values()]):
+        if fn not in _TAKE_TENSORS and any(is_tensor(a) for a in [*args, *kwargs.values()]):
             instead = tl_equivalent(fn)
             hint = _PY_FUNCS.get(fn) or (f"use {instead}" if instead else "it needs compile-time arguments")
             self.error(f"`{fn.__name__}()` runs at compile time and cannot take a tensor; {hint}")

@@ -124,6 +124,8 @@ class ControlFlowMixin:
     # --- if ------------------------------------------------------------------------
     def visit_If(self, node: ast.If) -> None:
         cond = self.visit(node.test)
+        if isinstance(cond, tl.condition):
+            self.error("tl.condition(...) can only be the test of a `while` loop; write `if c:`", node.test)
         if not is_tensor(cond):
             return self.visit_block(node.body if cond else node.orelse)
         self.runtime_if(semantic.truth(self, cond), node.body, node.orelse)
@@ -314,6 +316,8 @@ class ControlFlowMixin:
         try:
             with self.builder.at(block):
                 cond = self.visit(test)
+                if isinstance(cond, tl.condition):  # Triton's `while tl.condition(c, disable_licm=...)`
+                    cond = cond.condition
                 if not is_tensor(cond):
                     if cond:
                         self.error("this while loop never ends: its condition is a compile-time true", test)

@@ -115,7 +115,7 @@ class Tensor(tl.tensor):
         return f"Tensor({self.handle.type})"
 
 
-MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
+MAX_TILE_NUMEL = tl.TRITON_MAX_TENSOR_NUMEL  # 2**20, as in Triton
 
 
 def emit(ctx, cls: type, **fields) -> Tensor:
@@ -591,17 +591,19 @@ def _is_full_slice(s) -> bool:
 
 @reports_errors
 def subscript(ctx, x, index) -> Any:
-    """``x[None, :]``-style indexing of a tile (``None`` adds a dim, ``:`` keeps one)."""
+    """``x[None, :]``-style indexing of a tile, as Triton's: the ``None`` at
+    position ``i`` of the index adds a size-1 dim at ``i``; ``:`` changes
+    nothing (so ``scalar[None, :]`` has shape ``(1,)``)."""
     if not isinstance(x, Tensor):
         return x[index]
     items = index if isinstance(index, tuple) else (index,)
     if any(not (it is None or _is_full_slice(it)) for it in items):
         raise TypingError("tiles can only be indexed with None and ':' (as x[:, None]); "
                           "to pick elements, use tl.where with a mask, or a reduction")
-    if sum(it is not None for it in items) > len(x.shape):
-        raise TypingError(f"too many ':' for a tile of shape {x.shape}")
     for pos, it in enumerate(items):
         if it is None:
+            if pos > len(x.shape):
+                raise TypingError(f"the None at position {pos} of the index is past the last dim of {describe(x)}")
             x = emit(ctx, ir.ExpandDims, src=x.handle, axis=pos)
     return x
 
@@ -635,9 +637,20 @@ _ATTRIBUTES = {
 }
 
 
+def is_number_tensor_attribute(x, name: str) -> bool:
+    """Whether ``x.name`` reads a Python number as a tensor: ``name`` is a tensor's
+    attribute or method that the number itself lacks (``to``, ``dtype``, not ``real``)."""
+    return is_number(x) and not hasattr(x, name) and (name in _ATTRIBUTES or name in tl.TENSOR_METHODS)
+
+
 @reports_errors
 def attribute(ctx, x, name: str) -> Any:
-    """``x.dtype``, ``x.shape``, ``x.type``, ``x.numel``, ``x.T``, or a method (``BoundMethod``)."""
+    """``x.dtype``, ``x.shape``, ``x.type``, ``x.numel``, ``x.T``, or a method (``BoundMethod``).
+
+    A Python number lacking ``name`` is the tensor Triton makes of it (its
+    literal type: ``(0).to(tl.int64)``, ``(1.5).dtype`` is ``tl.float32``)."""
+    if is_number_tensor_attribute(x, name):
+        x = to_tensor(ctx, x)
     if not isinstance(x, Tensor):
         if not hasattr(x, name):
             raise TypingError(f"{describe(x)} has no attribute {name!r}")

@@ -11,6 +11,7 @@ tilec, so it can be read on its own.
 from __future__ import annotations
 
 import builtins as _py
+import enum
 import functools
 import math
 from typing import Any
@@ -35,8 +36,28 @@ class dtype:
     }
     # Triton's fp_mantissa_width: which float keeps more precision.
     _MANTISSA = {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+    # Triton's exponent_bias of each float type.
+    _EXPONENT_BIAS = {"fp16": 15, "bf16": 127, "fp32": 127, "fp64": 1023}
+
+    # Triton's lists of type names, by kind (``int1`` counts as unsigned, as in Triton).
+    SINT_TYPES = [n for n, (_, kind) in _INFO.items() if kind == "int"]
+    UINT_TYPES = [n for n, (_, kind) in _INFO.items() if kind in ("bool", "uint")]
+    FP_TYPES = [n for n, (_, kind) in _INFO.items() if kind == "float"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES: list = []
+
+    class SIGNEDNESS(enum.Enum):
+        SIGNED = 0
+        UNSIGNED = 1
+
+    class KIND(enum.Enum):
+        """Triton's order of kinds for promotion: bool < integral < floating."""
+        BOOLEAN = 0
+        INTEGRAL = 1
+        FLOATING = 2
 
     def __init__(self, name: str):
+        name = getattr(name, "value", name)  # a tl.constexpr holding the name
         if name not in self._INFO:
             raise ValueError(f"unknown dtype {name!r}")
         self.name = name
@@ -54,6 +75,21 @@ class dtype:
         return self._MANTISSA[self.name]
 
     @property
+    def exponent_bias(self) -> int:
+        return self._EXPONENT_BIAS[self.name]
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (0 for ``int1``, as Triton's ``primitive_bitwidth // 8``)."""
+        return self.primitive_bitwidth // 8
+
+    @property
+    def int_signedness(self) -> "dtype.SIGNEDNESS":
+        if not self.is_int():
+            raise AttributeError(f"{self!r} is not an integer type: it has no int_signedness")
+        return dtype.SIGNEDNESS.SIGNED if self.is_int_signed() else dtype.SIGNEDNESS.UNSIGNED
+
+    @property
     def scalar(self) -> "dtype":
         return self
 
@@ -65,18 +101,61 @@ class dtype:
     def is_floating(self) -> bool:
         return self._kind == "float"
 
+    def is_standard_floating(self) -> bool:
+        return self.name in self.STANDARD_FP_TYPES
+
+    def is_fp8(self) -> bool:
+        return self.name.startswith("fp8")
+
     def is_int(self) -> bool:
         """True for every integer type, ``int1`` included (as Triton)."""
         return self._kind in ("bool", "int", "uint")
 
     def is_int_signed(self) -> bool:
-        return self._kind in ("bool", "int")
+        """``int8``...``int64`` (``int1`` is unsigned, as Triton's ``UINT_TYPES``)."""
+        return self._kind == "int"
 
     def is_int_unsigned(self) -> bool:
-        return self._kind == "uint"
+        return self._kind in ("bool", "uint")
 
     def is_bool(self) -> bool:
         return self.name == "int1"
+
+    def kind(self) -> "dtype.KIND":
+        """BOOLEAN, INTEGRAL or FLOATING (Triton's promotion order)."""
+        if self.is_bool():
+            return dtype.KIND.BOOLEAN
+        if self.is_int():
+            return dtype.KIND.INTEGRAL
+        if self.is_floating():
+            return dtype.KIND.FLOATING
+        raise TypeError(f"{self!r} is not a number type: it has no kind")
+
+    def get_int_max_value(self) -> int:
+        if not self.is_int():
+            raise TypeError(f"{self!r} is not an integer type")
+        return (1 << self.primitive_bitwidth) - 1 if self.is_int_unsigned() else (1 << self.primitive_bitwidth - 1) - 1
+
+    def get_int_min_value(self) -> int:
+        if not self.is_int():
+            raise TypeError(f"{self!r} is not an integer type")
+        return 0 if self.is_int_unsigned() else -(1 << self.primitive_bitwidth - 1)
+
+    @staticmethod
+    def is_dtype(type_str: str) -> bool:
+        """Whether ``type_str`` names a dtype ("int32", "fp16"...)."""
+        return type_str in dtype._INFO
+
+    def is_const(self) -> bool:
+        return False
+
+    def codegen_name(self) -> str:
+        """The long name: "float16", "bfloat16", "int32"."""
+        return _LONG_NAMES.get(self.name, self.name)
+
+    def with_element_ty(self, element_ty: "dtype") -> "dtype":
+        """A scalar type's version of ``block_type.with_element_ty``: ``element_ty`` itself."""
+        return element_ty
 
     def is_ptr(self) -> bool:
         return False
@@ -106,10 +185,19 @@ class dtype:
         return self.name
 
     def __repr__(self) -> str:
-        return f"tl.{_LONG_NAMES.get(self.name, self.name)}"
+        return f"tl.{self.codegen_name()}"
 
 
 _LONG_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+
+
+def _add_name_tests() -> None:
+    """Triton's ``is_int8()``, ``is_uint32()``, ``is_int1()``...: one test per integer type name."""
+    for name in dtype.SINT_TYPES + dtype.UINT_TYPES:
+        setattr(dtype, f"is_{name}", lambda self, name=name: self.name == name)
+
+
+_add_name_tests()
 
 
 class pointer_type(dtype):
@@ -159,6 +247,13 @@ class block_type:
     def numel(self) -> int:
         return math.prod(self.shape)
 
+    @property
+    def nbytes(self) -> int:
+        return self.numel * (self.element_ty.primitive_bitwidth // 8)
+
+    def with_element_ty(self, element_ty: dtype) -> "block_type":
+        return block_type(element_ty, self.shape)
+
     def get_block_shapes(self) -> tuple:
         return self.shape
 
@@ -179,6 +274,10 @@ int1 = dtype("int1")
 int8, int16, int32, int64 = (dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, bfloat16, float32, float64 = (dtype(n) for n in ("fp16", "bf16", "fp32", "fp64"))
+pi32_t = pointer_type(int32)  # Triton's name for a pointer to int32
+
+# The most elements a tile may hold: a larger one is a compile error (as in Triton).
+TRITON_MAX_TENSOR_NUMEL = 1048576
 
 # --------------------------------------------------------------------------- #
 # constexpr, tensor, builtin
@@ -210,6 +309,52 @@ class constexpr:
 
     def __index__(self) -> int:
         return self.value.__index__()
+
+    @property
+    def type(self) -> "constexpr_type":
+        return constexpr_type(self.value)
+
+
+class constexpr_type:
+    """The type of a constexpr holding ``value`` (``tl.constexpr(4).type``), as Triton's."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value}]"
+
+
+class ConstexprFunction:
+    """A host function that kernels call at compile time (made by ``constexpr_function``).
+
+    Called from host code it is ``fn``; called in a kernel its arguments are
+    the compile-time values (constexprs unwrapped; a tensor argument is
+    passed as the front end's tensor, whose ``dtype`` and ``shape`` it may
+    read) and its result must be a compile-time value.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+def constexpr_function(fn):
+    """Decorate a plain Python function so kernels may call it on constexprs at compile time.
+
+    ``@tl.constexpr_function def block_for(n): return max(16, next_pow2(n))``
+    then ``BLOCK: tl.constexpr = block_for(N)`` inside a kernel.
+    """
+    return ConstexprFunction(fn)
 
 
 class tensor:
@@ -469,6 +614,15 @@ def max_constancy(input, values):
 
 
 @builtin
+def assume(cond):
+    """Promise the compiler that ``cond`` (a boolean scalar or tile) is true.
+
+    A hint: tilec checks that ``cond`` is a boolean or integer value and does
+    not use the promise yet, which is always correct (as Triton's interpreter).
+    """
+
+
+@builtin
 def debug_barrier():
     """Synchronize all threads of the program."""
 
@@ -481,16 +635,23 @@ def debug_barrier():
 class range:
     """``for i in tl.range(start, end, step, num_stages=...)``: a run-time loop.
 
-    Like Python's ``range`` (one, two or three arguments); the extra options
-    are scheduling hints for GPU backends.
+    Like Python's ``range`` (one, two or three arguments).  The options
+    (``num_stages``, ``loop_unroll_factor``, ``disallow_acc_multi_buffer``,
+    ``flatten``, ``warp_specialize``, ``disable_licm``) are Triton's
+    scheduling hints: accepted, and not acted on by tilec yet (the loop
+    computes the same either way).
     """
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
-                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False, disable_licm=False):
         self.start, self.end = (0, arg1) if arg2 is None else (arg1, arg2)
         self.step = 1 if step is None else step
         self.num_stages = num_stages
         self.loop_unroll_factor = loop_unroll_factor
+        self.disallow_acc_multi_buffer = disallow_acc_multi_buffer
+        self.flatten = flatten
+        self.warp_specialize = warp_specialize
+        self.disable_licm = disable_licm
 
     def __iter__(self):
         raise RuntimeError(f"tl.{type(self).__name__} can only be used inside a @tilec.jit kernel")
@@ -511,3 +672,24 @@ class PropagateNan:
 
     NONE = 0
     ALL = 0xFFFF
+
+
+class condition:
+    """``while tl.condition(cond, disable_licm=False):``: a while loop's condition with
+    Triton's scheduling hint (``disable_licm``: accepted, not acted on).  The loop
+    is the same as ``while cond:``; ``tl.condition`` may only be a while loop's test."""
+
+    def __init__(self, arg1, disable_licm=False):
+        self.condition = arg1
+        self.disable_licm = disable_licm
+
+    def __bool__(self):
+        raise TypeError("tl.condition(...) can only be the test of a `while` loop")
+
+
+class slice:
+    """``start:stop:step`` as a value (``x[tl.slice(None, None, None)]`` is ``x[:]``),
+    as Triton's ``tl.slice``; a subscript treats it as the Python slice."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step

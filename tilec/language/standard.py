@@ -43,6 +43,18 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
 
 
 @builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
+               rhs_k_pack=True, out_dtype=float32):
+    """The matrix product of two tiles in a microscaling format (fp4/fp8/bf16/fp16
+    elements with e8m0 block scales), as Triton's.
+
+    Not available yet: it needs the Hopper/Blackwell tensor-core support those
+    issues bring; calling it is a compile error at the call.  Meanwhile scale the
+    operands up to bf16 or fp16 yourself and use ``tl.dot``.
+    """
+
+
+@builtin
 def reduce(input, axis, combine_fn, keep_dims=False):
     """Reduce ``input`` (a tensor or tuple of tensors) along ``axis`` with ``combine_fn``.
 

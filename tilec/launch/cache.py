@@ -56,6 +56,7 @@ from tilec.launch.args import KernelArg
 from tilec.launch.cache_entry import FORMAT, EntryError, deserialize_kernel, serialize_kernel  # noqa: F401 (tilec.cache's API)
 from tilec.launch.compiler import CompiledKernel, Options
 from tilec.launch.dump import requested_names
+from tilec.language.core import ConstexprFunction
 from tilec.targets.registry import backend_for
 
 MAGIC = b"tilec-cache\n"
@@ -249,6 +250,8 @@ def stable_token(value: Any) -> Any:
         return ("jit", source_fingerprint(value.fn))
     if isinstance(value, types.FunctionType):
         return ("function", source_fingerprint(value))
+    if isinstance(value, ConstexprFunction):  # runs at compile time: its source is part of the kernel
+        return ("constexpr_function", source_fingerprint(value.fn))
     if isinstance(value, type):
         return ("type", f"{value.__module__}.{value.__qualname__}")
     if isinstance(value, types.ModuleType):
