@@ -35,7 +35,8 @@ def _widened(ctx: Ctx, v: llir.Value, t: ir.ScalarType, to: llir.IntType) -> lli
     return ctx.b.sext(v, to) if t.kind == "int" else ctx.b.zext(v, to)
 
 
-def _same_layout(op, index: TileType, result: TileType) -> None:
+def _check_one_layout(op, index: TileType, result: TileType) -> None:
+    """Result registers are made in the index tile's register order."""
     if index.layout != result.layout:
         raise CompilationError(f"{op.NAME}: the index tile ({index.layout}) and the result ({result.layout}) "
                                "must share a layout; the layout pass gives them one")
@@ -45,7 +46,7 @@ def _same_layout(op, index: TileType, result: TileType) -> None:
 def _gather(ctx: Ctx, op: ir.Gather) -> None:
     """``result[c] = src[c with c[axis] = index[c] mod n]`` read from the staged source."""
     src, index, dst = op.src.type, op.index.type, op.result.type
-    _same_layout(op, index, dst)
+    _check_one_layout(op, index, dst)
     (region,) = stage_in_smem(ctx, [(ctx[op.src], src)])
     b, size, elem = ctx.b, _elem_bytes(src), elem_type(src)
     low_bits = I32(src.shape[op.axis] - 1)
@@ -62,7 +63,7 @@ def _gather(ctx: Ctx, op: ir.Gather) -> None:
 def _histogram(ctx: Ctx, op: ir.Histogram) -> None:
     """Clear the counters, count with atomics, read the counts back."""
     src, dst = op.src.type, op.result.type
-    _same_layout(op, src, dst)
+    _check_one_layout(op, src, dst)
     b, bins = ctx.b, op.num_bins
     base = ctx.smem(bins * 4)
     places = [element_address(b, base, coords[0], 4) for coords in tile_coordinates(ctx, dst)]

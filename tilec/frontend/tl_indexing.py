@@ -37,6 +37,7 @@ def _positions(ctx, shape: tuple, axis: int) -> Tensor:
 
 
 def gather_along(ctx, src: Tensor, index: Tensor, axis: int) -> Tensor:
+    """``src`` read along ``axis`` at ``index`` (checked by the caller)."""
     return emit(ctx, ir.Gather, src=src.handle, index=index.handle, axis=axis)
 
 
