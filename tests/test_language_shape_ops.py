@@ -54,7 +54,8 @@ def gather_kernel(x_ptr, i_ptr, z_ptr, X: tl.constexpr, I: tl.constexpr, AXIS: t
 
 @pytest.mark.parametrize("dtype", ALL)
 @FEW
-@given(data=st.data(), shape=shapes(3), axis=st.integers(-3, 2), index_dtype=st.sampled_from(["int32", "int8", "uint16", "int64"]))
+@given(data=st.data(), shape=shapes(3), axis=st.integers(-3, 2),
+       index_dtype=st.sampled_from(["int32", "int8", "uint16", "int64"]))
 def test_gather_takes_along_the_axis(dtype, data, shape, axis, index_dtype):
     require(dtype)
     x = data.draw(values(dtype, shape))

@@ -18,12 +18,10 @@ from tilec import ir
 from tilec.errors import CompilationError
 from tilec.ir.layouts import register_offsets
 from tilec.ir.types import TileType, elem_type
-from tilec.codegen_llvm.kernel import I32, Ctx, all_of, element_address, linear_index, lowers, owner_predicate
+from tilec.codegen_llvm.kernel import I32, I64, Ctx, all_of, element_address, linear_index, lowers, owner_predicate
 from tilec.codegen_llvm.memory import _from_memory
 from tilec.codegen_llvm.scalar_base import memory_type
 from tilec.codegen_llvm.shuffle import _elem_bytes, stage_in_smem, tile_coordinates
-
-I64 = llir.IntType(64)
 
 
 def _widened(ctx: Ctx, v: llir.Value, t: ir.ScalarType, to: llir.IntType) -> llir.Value:
