@@ -498,3 +498,16 @@ def test_do_bench_times_host_work_with_the_host_clock():
     assert 0 <= low <= high
     with pytest.raises(ValueError, match="`device` must be one of cuda, host"):
         testing.do_bench(lambda: None, device="tpu")
+
+
+def test_the_old_module_path_still_imports_and_leaves_the_decorator_in_place():
+    """``tilec.autotune`` the module (the autotuner's import path before it moved
+    into ``tilec.launch``) still gives its names, and importing it does not
+    replace ``tilec.autotune`` the decorator."""
+    import importlib
+
+    module = importlib.import_module("tilec.autotune")
+    from tilec.launch import autotune as moved
+
+    assert module.Autotuner is moved.Autotuner and module.Heuristics is moved.Heuristics
+    assert tilec.autotune is moved.autotune and callable(tilec.autotune(configs=[tilec.Config({})], key=[]))

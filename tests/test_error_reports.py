@@ -90,7 +90,7 @@ def assigned_only_in_a_while_loop(x_ptr, n):
 
 @tilec.jit
 def missing_tl_function(x_ptr, n):
-    r = tl.rand(0, tl.arange(0, 16))  # MARK
+    r = tl.frobnicate(0, tl.arange(0, 16))  # MARK
     tl.store(x_ptr + tl.arange(0, 16), r)
 
 
@@ -108,7 +108,7 @@ def missing_tl_math_function(x_ptr, n):
 
 @tilec.jit
 def missing_tl_spelled_in_full(x_ptr, n):
-    r = tilec.language.rand(0, tl.arange(0, 16))  # MARK
+    r = tilec.language.frobnicate(0, tl.arange(0, 16))  # MARK
     tl.store(x_ptr + tl.arange(0, 16), r)
 
 
@@ -298,11 +298,11 @@ WRONG_KERNELS = [
     (assigned_in_one_branch, "`y` is assigned in only one branch of the runtime `if` at line "),
     (assigned_only_in_a_for_loop, "`y` is assigned only inside the runtime loop at line "),
     (assigned_only_in_a_while_loop, "; assign it before the loop (it may run zero times)"),
-    (missing_tl_function, "`tl.rand` is not supported yet (docs/language.md"),
+    (missing_tl_function, "`tl.frobnicate` is not supported yet (docs/language.md"),
     (misspelled_tl_function, "`tl.arrange` is not supported yet (docs/language.md lists what tilec has); "
                              "did you mean `tl.arange`?"),
     (missing_tl_math_function, "`tl.math.fancy` is not supported yet"),
-    (missing_tl_spelled_in_full, "`tilec.language.rand` is not supported yet"),
+    (missing_tl_spelled_in_full, "`tilec.language.frobnicate` is not supported yet"),
     (missing_math_attribute, "module `math` has no attribute `tau2`; did you mean `math.tau`?"),
     (numpy_on_a_tensor, "`numpy.exp`: numpy functions do not run inside kernels; use `tl.exp`"),
     (numpy_type_on_a_tensor, "`numpy.float16`: numpy functions do not run inside kernels; use `x.to(tl.float16)`"),

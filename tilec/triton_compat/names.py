@@ -20,6 +20,7 @@ ALIASES = {
     "triton.language": "tilec.language",
     "triton.language.core": "tilec.language.core",
     "triton.language.math": "tilec.language.math",
+    "triton.language.random": "tilec.language.random",
     "triton.language.standard": "tilec.language.standard",
     "triton.runtime.driver": "tilec.runtime.driver",
 }
