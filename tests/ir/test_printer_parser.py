@@ -102,7 +102,7 @@ func @math(%a: tile<4x8xf32>, %b: tile<4x8xf32>, %i: tile<3x5xi16>, %j: tile<3x5
 """
 
 SHAPES = """\
-func @shapes(%a: tile<16x32xf16>, %b: tile<32x8xf16>, %acc: tile<16x8xf32>, %v: tile<1x8xf32>, %s: tile<6xi8>) {
+func @shapes(%a: tile<16x32xf16>, %b: tile<32x8xf16>, %acc: tile<16x8xf32>, %v: tile<1x8xf32>, %s: tile<6xi8>, %ix: tile<2x4xi32>, %m: tile<6xi1>) {
   %d = dot %a, %b, %acc {input_precision = "tf32"} : tile<16x8xf32>
   %wide = broadcast %v {shape = (16, 8)} : tile<16x8xf32>
   %e = expand_dims %s {axis = 1} : tile<6x1xi8>
@@ -111,6 +111,9 @@ func @shapes(%a: tile<16x32xf16>, %b: tile<32x8xf16>, %acc: tile<16x8xf32>, %v: 
   %t = permute %r {order = (1, 0)} : tile<3x2xi8>
   %pair = join %t, %t : tile<3x2x2xi8>
   %lo, %hi = split %pair : tile<3x2xi8>, tile<3x2xi8>
+  %g = gather %r, %ix {axis = 1} : tile<2x4xi8>
+  %h = histogram %s, %m {num_bins = 4} : tile<4xi32>
+  %all = histogram %s, _ {num_bins = 8} : tile<8xi32>
 }
 """
 

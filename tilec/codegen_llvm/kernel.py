@@ -237,7 +237,7 @@ def lower(fn: Function, target: Target, lowering: TargetLowering, analyses: Anal
     """The LLVM module of kernel ``fn`` (layouts assigned) for ``target``,
     with the backend's ``lowering`` and the ``analyses`` of ``fn``: float
     add, sub and mul may fuse into fmas when ``fp_fusion``."""
-    from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, memory, reduce, shuffle  # noqa: F401 (rules)
+    from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, indexing, memory, reduce, shuffle  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout

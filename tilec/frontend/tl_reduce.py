@@ -121,12 +121,17 @@ def _sum(ctx, input, axis, keep_dims, dtype):
                           "tl.sum")[0]
 
 
-@implements(tl.xor_sum)
-def _xor_sum(ctx, input, axis, keep_dims):
-    x = _numeric_tile(ctx, input, "tl.xor_sum")
-    if not x.elem.is_int:
-        raise TypingError(f"`tl.xor_sum` needs integers, got {describe(x)}")
-    return reduce_tensors(ctx, [x], axis, _binop(ir.Xor), keep_dims, "tl.xor_sum")[0]
+def _bitwise_reduction(cls: type, fname: str):
+    def impl(ctx, input, axis, keep_dims):
+        x = _numeric_tile(ctx, input, fname)
+        if not x.elem.is_int:
+            raise TypingError(f"`{fname}` needs integers, got {describe(x)}")
+        return reduce_tensors(ctx, [x], axis, _binop(cls), keep_dims, fname)[0]
+    return impl
+
+
+implements(tl.xor_sum)(_bitwise_reduction(ir.Xor, "tl.xor_sum"))
+implements(tl.reduce_or)(_bitwise_reduction(ir.Or, "tl.reduce_or"))
 
 
 def _arg_combine(pred: str, tie_break_left: bool) -> Body:

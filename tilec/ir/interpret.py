@@ -33,6 +33,7 @@ from tilec.ir.interp_dtypes import ADDRESS, compute_dtype, convert_constant, mem
 from tilec.ir.interp_memory import REGION_BITS, Access, Memory
 from tilec.ir.interp_ops import PURE, elementwise_fn, evaluate_pure  # noqa: F401  (re-exported)
 from tilec.ir import interp_reduce  # noqa: F401  (registers reduce, scan, dot)
+from tilec.ir import interp_indexing  # noqa: F401  (registers gather, histogram)
 from tilec.ir.types import PointerType, ScalarType, elem_type, shape_of
 from tilec.rules import registry
 

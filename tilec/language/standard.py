@@ -102,6 +102,11 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise or of the (integer) elements along ``axis`` (None: all)."""
+
+
+@builtin
 def cumsum(input, axis=0, reverse=False, dtype=None):
     """Inclusive prefix sum along ``axis`` (widening as ``sum``)."""
 
