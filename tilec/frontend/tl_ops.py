@@ -386,4 +386,4 @@ def _next_power_of_2(ctx, n):
 
 
 # The other tl_* modules register their functions on import.
-from tilec.frontend import tl_math, tl_reduce, tl_shape  # noqa: E402,F401
+from tilec.frontend import tl_libdevice, tl_math, tl_reduce, tl_shape  # noqa: E402,F401

@@ -1,0 +1,112 @@
+"""The libdevice functions of ``tl.math`` / ``tl.extra.libdevice``: each
+builds one ``math_call`` op naming its function (``ir.math_functions``), or,
+for the correctly rounded arithmetic (``add_rn``...), the IR of the operator.
+
+Operands follow Triton's libdevice rules: the value operands are promoted to
+a common type (a Python number becomes float32, or int32 for the integer
+functions); float functions take f32 and f64 as in Triton, and f16/bf16
+too (computed in f32); int32 operands (``ldexp``'s exponent, ``jn``'s order)
+take any integer and convert it.  ``pow(x, n)`` with an integer ``n`` is
+libdevice's ``powi``.
+"""
+from __future__ import annotations
+
+import functools
+
+from tilec import ir
+from tilec import language as tl
+from tilec.frontend import semantic
+from tilec.frontend.semantic import Tensor, TypingError, broadcast_to, cast_to, describe, dtype_name, emit, to_tensor
+from tilec.frontend.tl_ops import BUILTINS, implements
+from tilec.ir.math_functions import FUNCTIONS, VALUE
+
+# Stub name -> the ``math_functions`` name where they differ.
+_RENAMED = {"finitef": "finite", "isfinited": "finite"}
+
+
+def math_call(ctx, name: str, args: list, fname: str) -> Tensor:
+    """``name(*args)`` as a ``math_call`` op, its operands typed and broadcast."""
+    f = FUNCTIONS[name]
+    values = _common_type(ctx, [a for p, a in zip(f.params, args) if p == VALUE], f.kinds, fname)
+    t = values[0].elem
+    if f.kinds == "float" and not semantic.is_float_tensor(values[0]):
+        raise TypingError(f"`{fname}` takes floating-point values, got {describe(values[0])}; "
+                          f"convert first: {fname}(x.to(tl.float32))")
+    if f.kinds == "int" and not (t.is_int and not t.is_bool and t.bits in f.int_bits):
+        widths = "/".join(f"{k}{b}" for b in f.int_bits for k in ("int", "uint"))
+        raise TypingError(f"`{fname}` takes {widths} values, got {describe(values[0])}")
+    it = iter(values)
+    operands = [next(it) if p == VALUE else _int32(ctx, a, fname) for p, a in zip(f.params, args)]
+    shape = functools.reduce(semantic.broadcast_shapes, [o.shape for o in operands])
+    handles = [broadcast_to(ctx, o, shape).handle for o in operands]
+    return emit(ctx, ir.MathCall, fn=name, args=handles)
+
+
+def _common_type(ctx, values: list, kinds: str, fname: str) -> list[Tensor]:
+    """The value operands converted to one type: Triton's promotion of their
+    types, Python numbers as float32 (int32 for an integer function)."""
+    literal = ir.f32 if kinds == "float" else ir.i32
+    tensors = [v if isinstance(v, Tensor) else to_tensor(ctx, v, literal if semantic.is_number(v) else None)
+               for v in values]
+    if any(isinstance(x.elem, ir.PointerType) for x in tensors):
+        raise TypingError(f"`{fname}` does not take pointers")
+    t = functools.reduce(semantic.computation_type, [x.elem for x in tensors])
+    return [x if x.elem == t else cast_to(ctx, x, t) for x in tensors]
+
+
+def _int32(ctx, value, fname: str) -> Tensor:
+    """An int32 operand: an integer of any width converted, never a float."""
+    x = to_tensor(ctx, value, ir.i32 if semantic.is_number(value) else None)
+    if not (isinstance(x.elem, ir.ScalarType) and x.elem.is_int):
+        raise TypingError(f"`{fname}` takes an integer (int32) here, got {describe(x)}")
+    return x if x.elem == ir.i32 else cast_to(ctx, x, ir.i32)
+
+
+def _implement(stub, name: str) -> None:
+    fname = f"libdevice.{stub.__name__}"
+    implements(stub)(lambda ctx, **args: math_call(ctx, name, list(args.values()), fname))
+
+
+for _stub_name in tl.math.LIBDEVICE_FUNCTIONS:
+    _name = _RENAMED.get(_stub_name, _stub_name)
+    if _name in FUNCTIONS:
+        _implement(getattr(tl.math, _stub_name), _name)
+
+
+@implements(tl.math.pow)
+def _pow(ctx, arg0, arg1):
+    """``x ** y``: libdevice's ``powi`` for an integer exponent, ``pow`` otherwise."""
+    exponent = to_tensor(ctx, arg1, ir.i32 if isinstance(arg1, int) and not isinstance(arg1, bool) else None)
+    integer = isinstance(exponent.elem, ir.ScalarType) and exponent.elem.is_int
+    return math_call(ctx, "powi" if integer else "pow", [arg0, exponent], "libdevice.pow")
+
+
+def _float_operands(ctx, args: tuple, fname: str) -> list[Tensor]:
+    values = _common_type(ctx, list(args), "float", fname)
+    if not semantic.is_float_tensor(values[0]):
+        raise TypingError(f"`{fname}` takes floating-point values, got {dtype_name(values[0].elem)}")
+    return values
+
+
+def _rounded_to_nearest(op: str):
+    """``add_rn``...: the operator, which rounds to nearest already."""
+    def impl(ctx, arg0, arg1):
+        a, b = _float_operands(ctx, (arg0, arg1), f"libdevice.{op}_rn")
+        return semantic.binary(ctx, op, a, b)
+    return impl
+
+
+implements(tl.math.add_rn)(_rounded_to_nearest("add"))
+implements(tl.math.sub_rn)(_rounded_to_nearest("sub"))
+implements(tl.math.mul_rn)(_rounded_to_nearest("mul"))
+
+
+@implements(tl.math.fma_rn)
+def _fma_rn(ctx, arg0, arg1, arg2):
+    return BUILTINS[tl.fma](ctx, *_float_operands(ctx, (arg0, arg1, arg2), "libdevice.fma_rn"))
+
+
+@implements(tl.math.rcp_rn)
+def _rcp_rn(ctx, arg0):
+    (x,) = _float_operands(ctx, (arg0,), "libdevice.rcp_rn")
+    return semantic.binary(ctx, "truediv", semantic.constant(ctx, 1.0, x.elem), x)
