@@ -1,0 +1,177 @@
+"""Every function of ``tl.extra.libdevice`` as a test case: its operands, the
+dtypes tested, the inputs drawn, a float64 reference, and libdevice's
+documented error bound (CUDA Math API, "Mathematical Functions" appendix of
+the CUDA C++ Programming Guide), in ulps for float32 and float64.
+
+The references are numpy's or Python's ``math`` functions wherever one
+exists (independent of the interpreter's own definitions in
+``tilec/ir/math_functions.py``), else that definition itself, which the
+inverse-function tests check on their own.  One kernel, ``apply_kernel``,
+runs every case (the function is a constexpr argument).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+import tilec
+import tilec.language as tl
+from tilec.ir.math_functions import FUNCTIONS
+from tilec.language.extra import libdevice
+
+BLOCK = 16
+
+
+@tilec.jit
+def apply_kernel(a_ptr, b_ptr, c_ptr, d_ptr, out_ptr, FN: tl.constexpr, ARITY: tl.constexpr, BLOCK: tl.constexpr):
+    """``out = FN(a, b, c, d)`` over the first ``ARITY`` operands."""
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    if ARITY == 1:
+        r = FN(a)
+    elif ARITY == 2:
+        r = FN(a, tl.load(b_ptr + offs))
+    elif ARITY == 3:
+        r = FN(a, tl.load(b_ptr + offs), tl.load(c_ptr + offs))
+    else:
+        r = FN(a, tl.load(b_ptr + offs), tl.load(c_ptr + offs), tl.load(d_ptr + offs))
+    tl.store(out_ptr + offs, r)
+
+
+def _vectorized(fn: Callable, at_error: Callable = lambda *args: math.nan) -> Callable:
+    """A Python ``math`` function on arrays; ``at_error(*args)`` where it raises (C's value there)."""
+    def apply(*xs):
+        def one(*args):
+            try:
+                return fn(*args)
+            except (ValueError, OverflowError):
+                return at_error(*args)
+        return np.vectorize(one, otypes=[np.float64])(*xs)
+    return apply
+
+
+def _gamma_limit(x: float) -> float:
+    """C's tgamma where Python's raises: +-inf at +-0 and past overflow, NaN at the negative integers."""
+    return math.copysign(math.inf, x) if x == 0 or x > 0 else math.nan
+
+
+FLOAT = ("float32", "float64")
+NARROW = ("float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Case:
+    """How ``libdevice.<name>`` is tested.
+
+    ``params``: a letter an operand, ``x`` a value of the tested dtype, ``n``
+    an int32; ``result``: None for the tested dtype, else a dtype name;
+    ``lo``/``hi``/``finite``: the value inputs drawn; ``n_range``: the int32
+    operands drawn; ``ulps``: libdevice's bound (float32, float64), None
+    where the bound is absolute or unstated (``atol`` then applies on the GPU)."""
+
+    name: str
+    params: str
+    reference: Callable
+    dtypes: tuple = FLOAT
+    result: Optional[str] = None
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    finite: bool = False
+    n_range: tuple = (-20, 20)
+    ulps: tuple = (0, 0)
+    atol: float = 0.0
+    narrow: bool = True
+    notes: str = field(default="", compare=False)
+
+
+def _table(name: str) -> Callable:
+    return FUNCTIONS[name].reference
+
+
+_INT_DTYPES = ("int32", "int64", "uint32", "uint64")
+_I32 = ("int32", "uint32")
+
+CASES = [
+    Case("acos", "x", np.arccos, ulps=(2, 2)), Case("acosh", "x", np.arccosh, ulps=(4, 3)),
+    Case("asin", "x", np.arcsin, ulps=(2, 2)), Case("asinh", "x", np.arcsinh, ulps=(3, 3)),
+    Case("atan", "x", np.arctan, ulps=(2, 2)), Case("atanh", "x", np.arctanh, ulps=(3, 2)),
+    Case("atan2", "xx", np.arctan2, ulps=(3, 2)), Case("cbrt", "x", np.cbrt, ulps=(1, 1)),
+    Case("rcbrt", "x", lambda x: 1 / np.cbrt(x), ulps=(1, 1)), Case("cosh", "x", np.cosh, ulps=(2, 2)),
+    Case("sinh", "x", np.sinh, ulps=(3, 2)), Case("tanh", "x", _vectorized(math.tanh), ulps=(2, 2)),
+    Case("tan", "x", np.tan, ulps=(4, 2), lo=-1e4, hi=1e4), Case("sinpi", "x", _table("sinpi"), ulps=(1, 2)),
+    Case("cospi", "x", _table("cospi"), ulps=(1, 2)), Case("erfc", "x", _vectorized(math.erfc), ulps=(4, 5)),
+    Case("erfcx", "x", _table("erfcx"), ulps=(4, 4)), Case("erfinv", "x", _table("erfinv"), ulps=(2, 5)),
+    Case("erfcinv", "x", _table("erfcinv"), ulps=(4, 6)),
+    Case("normcdf", "x", lambda x: _vectorized(math.erfc)(-x / math.sqrt(2)) / 2, ulps=(5, 5)),
+    Case("normcdfinv", "x", _table("normcdfinv"), ulps=(5, 8)),
+    Case("exp10", "x", lambda x: np.power(10.0, x), ulps=(2, 1)), Case("expm1", "x", np.expm1, ulps=(1, 1)),
+    Case("log10", "x", np.log10, ulps=(2, 1)), Case("log1p", "x", np.log1p, ulps=(1, 1)),
+    Case("logb", "x", _table("logb")), Case("ilogb", "x", _table("ilogb"), result="int32"),
+    Case("lgamma", "x", _vectorized(math.lgamma, lambda x: math.inf), ulps=(6, 4), lo=-2.0, hi=1e30,
+         notes="libdevice's bound holds outside (-10.001, -2.264) (f32), (-23.0001, -2.2637) (f64)"),
+    Case("tgamma", "x", _vectorized(math.gamma, _gamma_limit), ulps=(5, 10), lo=-30.0, hi=40.0),
+    Case("j0", "x", _table("j0"), ulps=(None, None), atol=2.2e-6, lo=-1e3, hi=1e3),
+    Case("j1", "x", _table("j1"), ulps=(None, None), atol=2.2e-6, lo=-1e3, hi=1e3),
+    Case("y0", "x", _table("y0"), ulps=(None, None), atol=2.2e-6, lo=1e-3, hi=1e3),
+    Case("y1", "x", _table("y1"), ulps=(None, None), atol=2.2e-6, lo=1e-3, hi=1e3),
+    Case("jn", "nx", _table("jn"), ulps=(None, None), atol=2e-5, lo=-100.0, hi=100.0, n_range=(0, 5)),
+    Case("yn", "nx", _table("yn"), ulps=(None, None), atol=2e-5, lo=0.5, hi=100.0, n_range=(0, 5)),
+    Case("cyl_bessel_i0", "x", np.i0, ulps=(6, 6), lo=-80.0, hi=80.0),
+    Case("cyl_bessel_i1", "x", _table("cyl_bessel_i1"), ulps=(6, 6), lo=-80.0, hi=80.0),
+    Case("trunc", "x", np.trunc), Case("rint", "x", np.rint), Case("nearbyint", "x", np.rint),
+    Case("round", "x", _vectorized(lambda v: math.copysign(math.floor(abs(v) + 0.5) if abs(v) < 2**52 else abs(v), v))),
+    Case("llrint", "x", lambda x: np.rint(x).astype(np.int64), result="int64", lo=-2.0**62, hi=2.0**62),
+    Case("llround", "x", _table("llround"), result="int64", lo=-2.0**62, hi=2.0**62),
+    Case("saturatef", "x", lambda x: np.where(np.isnan(x), 0.0, np.clip(x, 0, 1)), dtypes=("float32",)),
+    Case("copysign", "xx", np.copysign), Case("fdim", "xx", _table("fdim")), Case("fmod", "xx", np.fmod),
+    Case("remainder", "xx", _vectorized(math.remainder)), Case("hypot", "xx", np.hypot, ulps=(3, 2)),
+    Case("rhypot", "xx", lambda x, y: 1 / np.hypot(x, y), ulps=(2, 1)),
+    Case("pow", "xx", np.power, ulps=(4, 2)), Case("pow", "xn", lambda x, n: np.power(x, n.astype(np.float64)), ulps=(4, 2)),
+    Case("nextafter", "xx", np.nextafter, narrow=False),
+    Case("norm3d", "xxx", lambda x, y, z: _vectorized(math.hypot)(x, y, z), ulps=(3, 2)),
+    Case("rnorm3d", "xxx", lambda x, y, z: 1 / _vectorized(math.hypot)(x, y, z), ulps=(2, 1)),
+    Case("norm4d", "xxxx", lambda *xs: _vectorized(math.hypot)(*xs), ulps=(3, 2)),
+    Case("rnorm4d", "xxxx", lambda *xs: 1 / _vectorized(math.hypot)(*xs), ulps=(2, 1)),
+    Case("ldexp", "xn", np.ldexp, n_range=(-300, 300)), Case("scalbn", "xn", np.ldexp, n_range=(-300, 300)),
+    Case("isnan", "x", np.isnan, result="int1"), Case("isinf", "x", np.isinf, result="int1"),
+    Case("signbit", "x", lambda x: np.signbit(x).astype(np.int32), result="int32"),
+    Case("finitef", "x", lambda x: np.isfinite(x).astype(np.int32), dtypes=("float32",), result="int32"),
+    Case("isfinited", "x", lambda x: np.isfinite(x).astype(np.int32), dtypes=("float64",), result="int32"),
+    *(Case(f"fast_{n}f", "x", ref, dtypes=("float32",), ulps=(None, None), narrow=False, lo=lo, hi=hi)
+      for n, ref, lo, hi in [("sin", np.sin, -100.0, 100.0), ("cos", np.cos, -100.0, 100.0),
+                             ("tan", np.tan, -1.5, 1.5), ("exp", np.exp, -80.0, 80.0),
+                             ("exp10", lambda x: np.power(10.0, x), -30.0, 30.0), ("log", np.log, 1e-30, 1e30),
+                             ("log2", np.log2, 1e-30, 1e30), ("log10", np.log10, 1e-30, 1e30)]),
+    Case("fast_powf", "xx", np.power, dtypes=("float32",), ulps=(None, None), narrow=False, lo=0.01, hi=10.0),
+    Case("clz", "x", _table("clz"), dtypes=_INT_DTYPES, result="int32", narrow=False),
+    Case("popc", "x", _table("popc"), dtypes=_INT_DTYPES, result="int32", narrow=False),
+    Case("ffs", "x", _table("ffs"), dtypes=_INT_DTYPES, result="int32", narrow=False),
+    Case("brev", "x", _table("brev"), dtypes=_INT_DTYPES, narrow=False),
+    Case("mulhi", "xx", _table("mulhi"), dtypes=_INT_DTYPES, narrow=False),
+    Case("mul24", "xx", _table("mul24"), dtypes=_I32, narrow=False),
+    Case("hadd", "xx", _table("hadd"), dtypes=_I32, narrow=False),
+    Case("rhadd", "xx", _table("rhadd"), dtypes=_I32, narrow=False),
+    # The libdevice names tl.math already had (their own tests cover them in depth).
+    Case("abs", "x", np.abs), Case("floor", "x", np.floor), Case("ceil", "x", np.ceil),
+    Case("sqrt", "x", np.sqrt), Case("sqrt_rn", "x", np.sqrt), Case("rsqrt", "x", lambda x: 1 / np.sqrt(x), ulps=(2, 1)),
+    Case("exp", "x", np.exp, ulps=(2, 1)), Case("exp2", "x", np.exp2, ulps=(2, 1)),
+    Case("log", "x", np.log, ulps=(1, 1)), Case("log2", "x", np.log2, ulps=(1, 1)),
+    Case("sin", "x", np.sin, ulps=(2, 2), lo=-1e4, hi=1e4), Case("cos", "x", np.cos, ulps=(2, 2), lo=-1e4, hi=1e4),
+    Case("erf", "x", _vectorized(math.erf), ulps=(2, 2)),
+    Case("fma", "xxx", lambda a, b, c: a * b + c, finite=True, lo=-1e15, hi=1e15),
+    Case("fma_rn", "xxx", lambda a, b, c: a * b + c, finite=True, lo=-1e15, hi=1e15),
+    Case("div_rn", "xx", np.true_divide), Case("add_rn", "xx", np.add), Case("sub_rn", "xx", np.subtract),
+    Case("mul_rn", "xx", np.multiply), Case("rcp_rn", "x", lambda x: 1 / x),
+]
+
+
+def case_id(case: Case) -> str:
+    return case.name + ("_int" if case.params == "xn" and case.name == "pow" else "")
+
+
+def arity(case: Case) -> int:
+    return len(inspect.signature(getattr(libdevice, case.name)).parameters)

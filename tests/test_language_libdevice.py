@@ -1,0 +1,120 @@
+"""``tl.extra.libdevice`` (and ``tl.extra.cuda.libdevice``, ``tl.math``): every
+function runs in the interpreter against a float64 numpy reference on
+hypothesis-drawn inputs (negatives, tiny and huge values, inf and NaN where
+the domain allows), in float32 and float64 and, where the case says so, in
+float16 and bfloat16; and every function compiles for sm_90 (libdevice
+linked, ptxas run), which proves its library function exists and links.
+
+The interpreter computes each float function in float64 and rounds once, so
+it is held to 1 ulp of the reference for float32 and narrower types; for
+float64, where the reference is a different implementation (numpy against
+Python's ``math``, a series against numpy's ``i0``), to 4.  The GPU test
+(tests/gpu/test_libdevice_gpu.py) holds the device to libdevice's documented
+bounds against the interpreter.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import tilec.language as tl
+from tilec.backends.nvidia.ptxas import find_libdevice, find_ptxas
+from tilec.language.extra import libdevice
+from tilec.language.extra.cuda import libdevice as cuda_libdevice
+
+from helpers import FEW, assert_close, empty, from_host, to_host, values
+from libdevice_cases import BLOCK, CASES, NARROW, apply_kernel, arity, case_id
+
+
+def case_dtypes(with_narrow: bool = True):
+    """(case, dtype) for every case and each dtype it is tested in."""
+    for case in CASES:
+        narrow = NARROW if with_narrow and case.narrow and case.dtypes[0].startswith("float") else ()
+        for dtype in case.dtypes + narrow:
+            yield pytest.param(case, dtype, id=f"{case_id(case)}-{dtype}")
+
+
+def draw_operands(data, case, dtype: str) -> list[np.ndarray]:
+    """The case's operands: values of ``dtype`` (as numpy, bf16 as float32) and int32s."""
+    out = []
+    for letter in case.params:
+        if letter == "n":
+            out.append(data.draw(hnp.arrays(np.int32, BLOCK, elements=st.integers(*case.n_range))))
+        else:
+            out.append(data.draw(values(dtype, BLOCK, finite=case.finite, lo=case.lo, hi=case.hi)))
+    return out
+
+
+def launch(case, dtype: str, operands: list[np.ndarray], place=to_host):
+    """``libdevice.<name>(*operands)`` through ``apply_kernel``; the output array."""
+    result = case.result or dtype
+    args = [place(x, "int32" if letter == "n" else dtype) for letter, x in zip(case.params, operands)]
+    args += [args[0]] * (4 - len(args))
+    out = place(np.zeros(BLOCK), result) if place is not to_host else empty(BLOCK, result)
+    apply_kernel[(1,)](*args, out, FN=getattr(libdevice, case.name), ARITY=arity(case), BLOCK=BLOCK)
+    return out
+
+
+def expected(case, dtype: str, operands: list[np.ndarray]) -> np.ndarray:
+    """The reference on float64 inputs (ints on their own arrays)."""
+    if dtype.startswith("float") or dtype == "bfloat16":
+        operands = [x.astype(np.int64) if letter == "n" else x.astype(np.float64)
+                    for letter, x in zip(case.params, operands)]
+    with np.errstate(all="ignore"):
+        return np.asarray(case.reference(*operands))
+
+
+@pytest.mark.parametrize("case, dtype", list(case_dtypes()))
+@FEW
+@given(data=st.data())
+def test_interpreter_matches_the_reference(case, dtype, data):
+    operands = draw_operands(data, case, dtype)
+    out = launch(case, dtype, operands)
+    ulps = 4 if dtype == "float64" else 1
+    assert_close(out, expected(case, dtype, operands), case.result or dtype, ulps=ulps)
+
+
+@pytest.mark.parametrize("case, dtype", list(case_dtypes(with_narrow=False)))
+def test_compiles_for_sm_90(case, dtype):
+    """The function's library symbol exists in libdevice and links (ptxas assembles the kernel)."""
+    if find_ptxas() is None or find_libdevice() is None:
+        pytest.skip("no ptxas / libdevice.10.bc: `pip install 'tilec[cuda]'`")
+    operands = [np.zeros(BLOCK, np.int32 if letter == "n" else dtype) for letter in case.params]
+    operands += [operands[0]] * (4 - len(operands))
+    out = np.zeros(BLOCK, {"int1": np.bool_}.get(case.result, case.result or dtype))
+    compiled = apply_kernel.compile(*operands, out, FN=getattr(libdevice, case.name), ARITY=arity(case),
+                                    BLOCK=BLOCK, target="sm_90")
+    assert "cubin" in compiled.asm
+
+
+def test_every_exposed_function_has_a_case():
+    assert {c.name for c in CASES} == set(libdevice.__all__)
+
+
+def test_the_three_paths_name_the_same_functions():
+    assert cuda_libdevice.__all__ == libdevice.__all__
+    for name in libdevice.__all__:
+        assert getattr(libdevice, name) is getattr(cuda_libdevice, name) is getattr(tl.math, name)
+    assert tl.extra.libdevice is libdevice and tl.extra.cuda.libdevice is cuda_libdevice
+
+
+@pytest.mark.parametrize("inverse, forward, lo, hi", [
+    ("erfinv", lambda x: np.vectorize(math.erf)(x), -5.5, 5.5),
+    ("erfcinv", lambda x: np.vectorize(math.erfc)(x), -5.5, 26.0),
+    ("normcdfinv", lambda x: np.vectorize(math.erfc)(-x / math.sqrt(2)) / 2, -37.0, 8.0),
+])
+@FEW
+@given(data=st.data())
+def test_inverse_functions_invert(inverse, forward, lo, hi, data):
+    """The interpreter's own definitions (no numpy reference exists): f(f^-1(y)) == y in float64."""
+    x = data.draw(values("float64", BLOCK, lo=lo, hi=hi))
+    y = forward(x)
+    case = next(c for c in CASES if c.name == inverse)
+    got = from_host(launch(case, "float64", [y]))
+    ok = np.isfinite(got)
+    assert np.allclose(forward(got[ok]), y[ok], rtol=1e-13, atol=0)
