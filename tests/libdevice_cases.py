@@ -7,7 +7,8 @@ The references are numpy's or Python's ``math`` functions wherever one
 exists (independent of the interpreter's own definitions in
 ``tilec/ir/math_functions.py``), else that definition itself, which the
 inverse-function tests check on their own.  One kernel, ``apply_kernel``,
-runs every case (the function is a constexpr argument).
+runs every case (the function is a constexpr argument); ``draw_operands``,
+``launch`` and ``expected`` are what the interpreter and GPU tests share.
 """
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
+import pytest
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tilec
 import tilec.language as tl
 from tilec.ir.math_functions import FUNCTIONS
 from tilec.language.extra import libdevice
+
+from helpers import to_host, values
 
 BLOCK = 16
 
@@ -167,6 +173,45 @@ CASES = [
     Case("div_rn", "xx", np.true_divide), Case("add_rn", "xx", np.add), Case("sub_rn", "xx", np.subtract),
     Case("mul_rn", "xx", np.multiply), Case("rcp_rn", "x", lambda x: 1 / x),
 ]
+
+
+def case_dtypes(with_narrow: bool = True):
+    """(case, dtype) for every case and each dtype it is tested in."""
+    for case in CASES:
+        narrow = NARROW if with_narrow and case.narrow and case.dtypes[0].startswith("float") else ()
+        for dtype in case.dtypes + narrow:
+            yield pytest.param(case, dtype, id=f"{case_id(case)}-{dtype}")
+
+
+def draw_operands(data, case, dtype: str) -> list[np.ndarray]:
+    """The case's operands: values of ``dtype`` (as numpy, bf16 as float32) and int32s."""
+    out = []
+    for letter in case.params:
+        if letter == "n":
+            out.append(data.draw(hnp.arrays(np.int32, BLOCK, elements=st.integers(*case.n_range))))
+        else:
+            out.append(data.draw(values(dtype, BLOCK, finite=case.finite, lo=case.lo, hi=case.hi)))
+    return out
+
+
+def launch(case, dtype: str, operands: list[np.ndarray], place=to_host):
+    """``libdevice.<name>(*operands)`` through ``apply_kernel``; the output array.
+    ``place(values, dtype)`` makes each array the kernel gets (the host's by default)."""
+    result = case.result or dtype
+    args = [place(x, "int32" if letter == "n" else dtype) for letter, x in zip(case.params, operands)]
+    args += [args[0]] * (4 - len(args))
+    out = place(np.zeros(BLOCK), result)
+    apply_kernel[(1,)](*args, out, FN=getattr(libdevice, case.name), ARITY=arity(case), BLOCK=BLOCK)
+    return out
+
+
+def expected(case, dtype: str, operands: list[np.ndarray]) -> np.ndarray:
+    """The reference on float64 inputs (ints on their own arrays)."""
+    if dtype.startswith("float") or dtype == "bfloat16":
+        operands = [x.astype(np.int64) if letter == "n" else x.astype(np.float64)
+                    for letter, x in zip(case.params, operands)]
+    with np.errstate(all="ignore"):
+        return np.asarray(case.reference(*operands))
 
 
 def case_id(case: Case) -> str:

@@ -71,6 +71,7 @@ for _stub_name in tl.math.LIBDEVICE_FUNCTIONS:
     _name = _RENAMED.get(_stub_name, _stub_name)
     if _name in FUNCTIONS:
         _implement(getattr(tl.math, _stub_name), _name)
+_implement(tl.extra.libdevice.exp, "exp")  # libdevice's own, unlike tl.exp
 
 
 @implements(tl.math.pow)

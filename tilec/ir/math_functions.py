@@ -304,7 +304,7 @@ _FLOAT_1 = {  # name: (reference, C/libdevice base name)
     "erfc": (_ERFC, "erfc"), "erfcx": (_erfcx, "erfcx"), "erfinv": (_erfinv, "erfinv"),
     "erfcinv": (_erfcinv, "erfcinv"), "normcdf": (lambda x: 0.5 * _ERFC(-x / math.sqrt(2)), "normcdf"),
     "normcdfinv": (lambda x: -math.sqrt(2) * _erfcinv(2 * x), "normcdfinv"),
-    "exp10": (lambda x: np.power(10.0, x), "exp10"), "expm1": (np.expm1, "expm1"),
+    "exp": (np.exp, "exp"), "exp10": (lambda x: np.power(10.0, x), "exp10"), "expm1": (np.expm1, "expm1"),
     "log10": (np.log10, "log10"), "log1p": (np.log1p, "log1p"), "logb": (_logb, "logb"),
     "lgamma": (_elementwise(math.lgamma), "lgamma"), "tgamma": (_elementwise(math.gamma), "tgamma"),
     "j0": (_bessel("j0"), "j0"), "j1": (_bessel("j1"), "j1"), "y0": (_bessel("y0"), "y0"), "y1": (_bessel("y1"), "y1"),

@@ -57,7 +57,7 @@ def div_rn(x, y):
 # as Triton 2's did).  Parameters are named as Triton's: ``arg0``, ``arg1``...
 # --------------------------------------------------------------------------- #
 
-def _libdevice(name: str, arity: int, what: str):
+def libdevice_stub(name: str, arity: int, what: str):
     """The stub of libdevice's ``name``, taking ``arity`` tensors (``arg0``...)."""
     def stub(*args):
         pass
@@ -110,5 +110,5 @@ LIBDEVICE_FUNCTIONS = {
     "rcp_rn": (1, "1 / x rounded to nearest"),
 }
 for _name, (_arity, _what) in LIBDEVICE_FUNCTIONS.items():
-    globals()[_name] = _libdevice(_name, _arity, _what)
+    globals()[_name] = libdevice_stub(_name, _arity, _what)
 del _name, _arity, _what
