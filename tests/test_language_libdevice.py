@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tilec
 import tilec.language as tl
 from tilec.backends.nvidia.ptxas import find_libdevice, find_ptxas
 from tilec.language.extra import libdevice
@@ -80,3 +81,15 @@ def test_inverse_functions_invert(inverse, forward, lo, hi, data):
     got = from_host(launch(case, "float64", [y]))
     ok = np.isfinite(got)
     assert np.allclose(forward(got[ok]), y[ok], rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("name, dtype, message", [
+    ("tanh", "int32", r"`libdevice.tanh` takes floating-point values, got tile<16xint32>"),
+    ("nextafter", "float16", r"`libdevice.nextafter` takes float32/float64 values"),
+    ("popc", "float32", r"`libdevice.popc` takes int32/uint32/int64/uint64 values"),
+    ("hadd", "int64", r"`libdevice.hadd` takes int32/uint32 values"),
+])
+def test_a_type_the_function_does_not_take_is_a_compile_error(name, dtype, message):
+    case = next(c for c in CASES if c.name == name)
+    with pytest.raises(tilec.CompilationError, match=message):
+        launch(case, dtype, [np.zeros(BLOCK, dtype) for _ in case.params])

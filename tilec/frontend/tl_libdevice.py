@@ -5,7 +5,7 @@ for the correctly rounded arithmetic (``add_rn``...), the IR of the operator.
 Operands follow Triton's libdevice rules: the value operands are promoted to
 a common type (a Python number becomes float32, or int32 for the integer
 functions); float functions take f32 and f64 as in Triton, and f16/bf16
-too (computed in f32); int32 operands (``ldexp``'s exponent, ``jn``'s order)
+too (computed in f32; not ``nextafter``); int32 operands (``ldexp``'s exponent, ``jn``'s order)
 take any integer and convert it.  ``pow(x, n)`` with an integer ``n`` is
 libdevice's ``powi``.
 """
@@ -22,6 +22,9 @@ from tilec.ir.math_functions import FUNCTIONS, VALUE
 
 # Stub name -> the ``math_functions`` name where they differ.
 _RENAMED = {"finitef": "finite", "isfinited": "finite"}
+# Functions computed in the operand type itself (a step of its own ulp): no
+# widening of 16-bit floats to float32 can give them.
+_NOT_WIDENED = {"nextafter"}
 
 
 def math_call(ctx, name: str, args: list, fname: str) -> Tensor:
@@ -32,6 +35,8 @@ def math_call(ctx, name: str, args: list, fname: str) -> Tensor:
     if f.kinds == "float" and not semantic.is_float_tensor(values[0]):
         raise TypingError(f"`{fname}` takes floating-point values, got {describe(values[0])}; "
                           f"convert first: {fname}(x.to(tl.float32))")
+    if name in _NOT_WIDENED and t.is_float and t.bits < 32:
+        raise TypingError(f"`{fname}` takes float32/float64 values (as Triton), got {describe(values[0])}")
     if f.kinds == "int" and not (t.is_int and not t.is_bool and t.bits in f.int_bits):
         widths = "/".join(f"{k}{b}" for b in f.int_bits for k in ("int", "uint"))
         raise TypingError(f"`{fname}` takes {widths} values, got {describe(values[0])}")
