@@ -177,6 +177,59 @@ CASES = [
 ]
 
 
+_ROUND_TO_INTEGRAL = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
+_INT_RESULTS = {"int": ("int32", "int32"), "uint": ("uint32", "int32"), "ll": ("int64", "int64"), "ull": ("uint64", "int64")}
+
+
+def _float_to_int(mode: str, to: str, result: str) -> Callable:
+    """Rounded by ``mode``, saturated to ``to``'s range (NaN gives 0), its bits as ``result``."""
+    info = np.iinfo(to)
+
+    def ref(x):
+        r = _ROUND_TO_INTEGRAL[mode](x)
+        ints = [0 if math.isnan(v) else int(min(max(v, info.min), info.max)) for v in r.ravel()]
+        return np.array(ints, to).view(result).reshape(r.shape)
+    return ref
+
+
+def _toward_zero_f32(x):
+    """float64 -> float32 rounded toward zero (past the largest finite: the largest finite)."""
+    y = x.astype(np.float32)
+    over = np.abs(y.astype(np.float64)) > np.abs(x)
+    return np.where(over, np.nextafter(y, np.float32(0)), y)
+
+
+def _conversion_cases() -> list:
+    cases = []
+    for src, dtype in (("float", "float32"), ("double", "float64")):
+        for dst, (to, result) in _INT_RESULTS.items():
+            cases += [Case(f"{src}2{dst}_{mode}", "x", _float_to_int(mode, to, result), dtypes=(dtype,),
+                           result=result, narrow=False) for mode in _ROUND_TO_INTEGRAL]
+        for i, (to, _) in _INT_RESULTS.items():
+            cases.append(Case(f"{i}2{src}_rn", "x", lambda x, d=dtype: x.astype(d), dtypes=(to,), result=dtype,
+                              narrow=False))
+    cases += [
+        Case("double2float_rn", "x", lambda x: x.astype(np.float32), dtypes=("float64",), result="float32", narrow=False),
+        Case("double2float_rz", "x", _toward_zero_f32, dtypes=("float64",), result="float32", narrow=False),
+        Case("double2loint", "x", lambda x: (x.view(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
+             dtypes=("float64",), result="int32", in_dtype=True, narrow=False),
+        Case("double2hiint", "x", lambda x: (x.view(np.int64) >> 32).astype(np.int32), dtypes=("float64",),
+             result="int32", in_dtype=True, narrow=False),
+        Case("hiloint2double", "xx", lambda hi, lo: ((hi.astype(np.int64) << 32)
+                                                     | lo.view(np.uint32).astype(np.int64)).view(np.float64),
+             dtypes=("int32",), result="float64"),
+    ]
+    for name, src, to in [("int_as_float", "int32", "float32"), ("float_as_int", "float32", "int32"),
+                          ("uint_as_float", "uint32", "float32"), ("float_as_uint", "float32", "int32"),
+                          ("longlong_as_double", "int64", "float64"), ("double_as_longlong", "float64", "int64")]:
+        cases.append(Case(name, "x", lambda x, t=to: x.view(t), dtypes=(src,), result=to, in_dtype=True,
+                          narrow=False))
+    return cases
+
+
+CASES += _conversion_cases()
+
+
 def case_dtypes(with_narrow: bool = True):
     """(case, dtype) for every case and each dtype it is tested in."""
     for case in CASES:

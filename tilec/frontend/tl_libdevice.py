@@ -116,3 +116,84 @@ def _fma_rn(ctx, arg0, arg1, arg2):
 def _rcp_rn(ctx, arg0):
     (x,) = _float_operands(ctx, (arg0,), "libdevice.rcp_rn")
     return semantic.binary(ctx, "truediv", semantic.constant(ctx, 1.0, x.elem), x)
+
+
+# --------------------------------------------------------------------------- #
+# Conversions and reinterpretations: casts, bitcasts and shifts
+# --------------------------------------------------------------------------- #
+
+_FLOATS = {"float": ir.f32, "double": ir.f64}
+# libdevice's integer names -> (the type converted to, the type Triton gives the result:
+# the unsigned ones come back as the signed type of their width, holding the same bits).
+_INTS = {"int": (ir.i32, ir.i32), "uint": (ir.u32, ir.i32), "ll": (ir.i64, ir.i64), "ull": (ir.u64, ir.i64)}
+# Rounding mode -> the function rounding to an integral value first (the cast then truncates exactly).
+_INTEGRAL = {"rn": "rint", "rz": None, "rd": "floor", "ru": "ceil"}
+
+
+def _typed(ctx, value, t: ir.ScalarType, fname: str) -> Tensor:
+    """``value`` as type ``t``: a number converts, a narrower float widens (exactly);
+    anything else is an error naming the type the function takes."""
+    x = to_tensor(ctx, value, t if semantic.is_number(value) else None)
+    if x.elem == t:
+        return x
+    if isinstance(x.elem, ir.ScalarType) and x.elem.is_float and t.is_float and x.elem.bits < t.bits:
+        return cast_to(ctx, x, t)
+    raise TypingError(f"`{fname}` takes {dtype_name(t)} values, got {describe(x)}")
+
+
+def _float_to_int(src: str, dst: str, mode: str):
+    fname = f"libdevice.{src}2{dst}_{mode}"
+
+    def impl(ctx, arg0):
+        x = _typed(ctx, arg0, _FLOATS[src], fname)
+        if _INTEGRAL[mode] == "rint":
+            x = math_call(ctx, "rint", [x], fname)
+        elif _INTEGRAL[mode] is not None:
+            x = emit(ctx, ir.Floor if mode == "rd" else ir.Ceil, src=x.handle)
+        to, result = _INTS[dst]
+        y = cast_to(ctx, x, to)  # saturating; NaN gives 0 (as the GPU's conversions)
+        return y if to == result else semantic.bitcast_to(ctx, y, result)
+    return impl
+
+
+def _converting(src: ir.ScalarType, to: ir.ScalarType, fname: str, rounding=None):
+    return lambda ctx, arg0: cast_to(ctx, _typed(ctx, arg0, src, fname), to, rounding)
+
+
+def _reinterpreting(src: ir.ScalarType, to: ir.ScalarType, fname: str):
+    return lambda ctx, arg0: semantic.bitcast_to(ctx, _typed(ctx, arg0, src, fname), to)
+
+
+for _src in _FLOATS:
+    for _dst in _INTS:
+        for _mode in _INTEGRAL:
+            implements(getattr(tl.math, f"{_src}2{_dst}_{_mode}"))(_float_to_int(_src, _dst, _mode))
+    for _int, (_int_type, _) in _INTS.items():
+        _fname = f"{_int}2{_src}_rn"
+        implements(getattr(tl.math, _fname))(_converting(_int_type, _FLOATS[_src], f"libdevice.{_fname}"))
+implements(tl.math.double2float_rn)(_converting(ir.f64, ir.f32, "libdevice.double2float_rn"))
+implements(tl.math.double2float_rz)(_converting(ir.f64, ir.f32, "libdevice.double2float_rz", "rtz"))
+for _fname, _from, _to in [("int_as_float", ir.i32, ir.f32), ("float_as_int", ir.f32, ir.i32),
+                           ("uint_as_float", ir.u32, ir.f32), ("float_as_uint", ir.f32, ir.i32),
+                           ("longlong_as_double", ir.i64, ir.f64), ("double_as_longlong", ir.f64, ir.i64)]:
+    implements(getattr(tl.math, _fname))(_reinterpreting(_from, _to, f"libdevice.{_fname}"))
+
+
+@implements(tl.math.double2loint)
+def _double2loint(ctx, arg0):
+    bits = semantic.bitcast_to(ctx, _typed(ctx, arg0, ir.f64, "libdevice.double2loint"), ir.i64)
+    return cast_to(ctx, bits, ir.i32)
+
+
+@implements(tl.math.double2hiint)
+def _double2hiint(ctx, arg0):
+    bits = semantic.bitcast_to(ctx, _typed(ctx, arg0, ir.f64, "libdevice.double2hiint"), ir.i64)
+    return cast_to(ctx, semantic.binary(ctx, "rshift", bits, 32), ir.i32)
+
+
+@implements(tl.math.hiloint2double)
+def _hiloint2double(ctx, arg0, arg1):
+    hi = cast_to(ctx, _typed(ctx, arg0, ir.i32, "libdevice.hiloint2double"), ir.i64)
+    lo = cast_to(ctx, semantic.bitcast_to(ctx, _typed(ctx, arg1, ir.i32, "libdevice.hiloint2double"), ir.u32), ir.i64)
+    bits = semantic.binary(ctx, "or", semantic.binary(ctx, "lshift", hi, 32), lo)
+    return semantic.bitcast_to(ctx, bits, ir.f64)

@@ -109,6 +109,29 @@ LIBDEVICE_FUNCTIONS = {
     "mul_rn": (2, "arg0 * arg1 rounded to nearest"), "fma_rn": (3, "arg0 * arg1 + arg2 rounded once to nearest"),
     "rcp_rn": (1, "1 / x rounded to nearest"),
 }
+# Conversions: <source>2<destination>_<rounding>, and reinterpretations of the bits.
+_ROUNDINGS = {"rn": "to nearest even", "rz": "toward zero", "rd": "down", "ru": "up"}
+_INTS = {"int": "int32", "uint": "uint32 (its bits as int32)", "ll": "int64", "ull": "uint64 (its bits as int64)"}
+for _src, _src_type in (("float", "float32"), ("double", "float64")):
+    for _dst, _dst_type in _INTS.items():
+        for _mode, _how in _ROUNDINGS.items():
+            LIBDEVICE_FUNCTIONS[f"{_src}2{_dst}_{_mode}"] = (1, f"{_src_type} -> {_dst_type}, rounded {_how}")
+for _mode in ("rn", "rz"):
+    LIBDEVICE_FUNCTIONS[f"double2float_{_mode}"] = (1, f"float64 -> float32, rounded {_ROUNDINGS[_mode]}")
+for _src, _src_type in {"int": "int32", "uint": "uint32", "ll": "int64", "ull": "uint64"}.items():
+    for _dst, _dst_type in (("float", "float32"), ("double", "float64")):
+        LIBDEVICE_FUNCTIONS[f"{_src}2{_dst}_rn"] = (1, f"{_src_type} -> {_dst_type}, rounded to nearest even")
+LIBDEVICE_FUNCTIONS.update({
+    "int_as_float": (1, "the bits of an int32 as a float32"), "float_as_int": (1, "the bits of a float32 as an int32"),
+    "uint_as_float": (1, "the bits of a uint32 as a float32"),
+    "float_as_uint": (1, "the bits of a float32 as an int32 (Triton's type for it)"),
+    "longlong_as_double": (1, "the bits of an int64 as a float64"),
+    "double_as_longlong": (1, "the bits of a float64 as an int64"),
+    "double2loint": (1, "the low 32 bits of a float64, as an int32"),
+    "double2hiint": (1, "the high 32 bits of a float64, as an int32"),
+    "hiloint2double": (2, "the float64 whose high 32 bits are arg0 and low 32 bits arg1 (int32s)"),
+})
+
 for _name, (_arity, _what) in LIBDEVICE_FUNCTIONS.items():
     globals()[_name] = libdevice_stub(_name, _arity, _what)
-del _name, _arity, _what
+del _name, _arity, _what, _src, _src_type, _dst, _dst_type, _mode, _how
