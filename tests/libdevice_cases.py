@@ -100,6 +100,15 @@ def _table(name: str) -> Callable:
     return FUNCTIONS[name].reference
 
 
+def _byte_perm_reference(x, y, s):
+    """Byte by byte, in Python ints: byte i of the result is byte (s >> 4i) & 7 of y:x."""
+    def one(a, b, sel):
+        wide = (int(b) & 0xFFFFFFFF) << 32 | (int(a) & 0xFFFFFFFF)
+        out = sum(((wide >> (8 * ((int(sel) >> (4 * i)) & 7))) & 0xFF) << (8 * i) for i in range(4))
+        return out - (1 << 32) if out >= 1 << 31 else out
+    return np.array([one(*v) for v in zip(x, y, s)], np.int32)
+
+
 _INT_DTYPES = ("int32", "int64", "uint32", "uint64")
 _I32 = ("int32", "uint32")
 
@@ -155,6 +164,9 @@ CASES = [
                              ("exp10", lambda x: np.power(10.0, x), -30.0, 30.0), ("log", np.log, 1e-30, 1e30),
                              ("log2", np.log2, 1e-30, 1e30), ("log10", np.log10, 1e-30, 1e30)]),
     Case("fast_powf", "xx", np.power, dtypes=("float32",), ulps=(None, None), narrow=False, lo=0.01, hi=10.0),
+    Case("fast_dividef", "xx", np.true_divide, dtypes=("float32",), ulps=(None, None), narrow=False,
+         lo=-1e30, hi=1e30, notes="2 ulps for |y| in [2^-126, 2^126]; beyond, the hardware's approximation gives 0"),
+    Case("byte_perm", "xxx", _byte_perm_reference, dtypes=("int32",), narrow=False),
     Case("clz", "x", _table("clz"), dtypes=_INT_DTYPES, result="int32", narrow=False),
     Case("popc", "x", _table("popc"), dtypes=_INT_DTYPES, result="int32", narrow=False),
     Case("ffs", "x", _table("ffs"), dtypes=_INT_DTYPES, result="int32", narrow=False),

@@ -199,13 +199,25 @@ def _halving_add(rounding: int) -> Callable:
     return emit
 
 
+def _byte_perm(ctx, t, x, y, s):
+    """Byte ``i`` of the result is byte ``(s >> 4i) & 7`` of the eight bytes ``y:x``."""
+    bld, i64 = ctx.builder, llir.IntType(64)
+    wide = bld.or_(bld.shl(bld.zext(y, i64), const(i64, 32)), bld.zext(x, i64))
+    out = I32(0)
+    for i in range(4):
+        sel = bld.and_(bld.lshr(s, I32(4 * i)), I32(7))
+        byte = bld.trunc(bld.lshr(wide, bld.zext(bld.mul(sel, I32(8)), i64)), I32)
+        out = bld.or_(out, bld.shl(bld.and_(byte, I32(0xFF)), I32(8 * i)))
+    return out
+
+
 # The functions codegen builds itself (``library`` None): fn(ctx, T, *args) -> value.
 FORMULAS: dict[str, Callable] = {
     "isnan": lambda ctx, t, x: ctx.builder.fcmp_unordered("uno", x, x),
     "isinf": _isinf, "finite": _finite, "signbit": _signbit, "saturatef": _saturate,
     "clz": _count("llvm.ctlz", 0), "popc": _count("llvm.ctpop"), "ffs": _ffs,
     "brev": lambda ctx, t, x: call(ctx, overloaded("llvm.bitreverse", x.type), [x]),
-    "mulhi": _mulhi, "mul24": _mul24, "hadd": _halving_add(0), "rhadd": _halving_add(1),
+    "mulhi": _mulhi, "mul24": _mul24, "hadd": _halving_add(0), "rhadd": _halving_add(1), "byte_perm": _byte_perm,
 }
 
 

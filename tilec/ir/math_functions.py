@@ -282,6 +282,17 @@ def _mul24(a, b):
     return (low24(a) * low24(b)).astype(np.int64).astype(a.dtype)
 
 
+def _byte_perm(x, y, s):
+    """Byte ``i`` of the result is byte ``(s >> 4i) & 7`` of the 8 bytes ``y:x`` (x the low four)."""
+    wide = (y.view(np.uint32).astype(np.uint64) << np.uint64(32)) | x.view(np.uint32).astype(np.uint64)
+    sel = s.view(np.uint32).astype(np.uint64)
+    out = np.zeros(np.broadcast(x, y, s).shape, np.uint64)
+    for i in range(4):
+        byte = (wide >> (((sel >> np.uint64(4 * i)) & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+        out |= byte << np.uint64(8 * i)
+    return out.astype(np.uint32).view(x.dtype)
+
+
 def _hadd(rounding: int) -> Callable:
     """``(a + b + rounding) >> 1`` without overflow."""
     return lambda a, b: ((a.astype(np.int64) + b.astype(np.int64) + rounding) >> 1).astype(a.dtype)
@@ -332,6 +343,7 @@ def _table() -> dict[str, MathFunction]:
     fns += [MathFunction(n, "x", "float", SAME, ref, lib) for n, (ref, lib) in _FAST.items()]
     fns += [
         MathFunction("fast_powf", "xx", "float", SAME, np.power, "fast_pow"),
+        MathFunction("fast_dividef", "xx", "float", SAME, np.true_divide, "fast_fdivide"),
         MathFunction("nextafter", "xx", "float", SAME, np.nextafter, "nextafter", exact_in=True),
         MathFunction("norm3d", "xxx", "float", SAME, _scaled_norm, "norm3d"),
         MathFunction("rnorm3d", "xxx", "float", SAME, _reciprocal(_scaled_norm), "rnorm3d"),
@@ -357,6 +369,7 @@ def _table() -> dict[str, MathFunction]:
         MathFunction("mul24", "xx", "int", SAME, _mul24, None, int_bits=(32,)),
         MathFunction("hadd", "xx", "int", SAME, _hadd(0), None, int_bits=(32,)),
         MathFunction("rhadd", "xx", "int", SAME, _hadd(1), None, int_bits=(32,)),
+        MathFunction("byte_perm", "xxx", "int", SAME, _byte_perm, None, int_bits=(32,)),
     ]
     return {f.name: f for f in fns}
 
