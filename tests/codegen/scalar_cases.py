@@ -19,7 +19,7 @@ import sys
 
 from llvmlite import ir as llir
 
-from tilec.codegen_llvm.scalar_base import C_MATH, MathLibrary
+from tilec.codegen_llvm.scalar_base import C_MATH, MathLibrary, counted_loop
 from tilec.codegen_llvm.scalar_ops import ScalarContext, emit_scalar, memory_type
 from tilec.ir import ops as ir
 from tilec.ir.core import Value
@@ -139,17 +139,8 @@ def _declare(module, name, op):
 def build_host_loop(module: llir.Module, name: str, op) -> None:
     """``name`` applying ``op`` to elements ``0 .. n-1``, for the host JIT (the C math library)."""
     fn = _declare(module, name, op)
-    entry, body, done = (fn.append_basic_block(n) for n in ("entry", "body", "done"))
-    bld = llir.IRBuilder(entry)
-    bld.cbranch(bld.icmp_signed(">", fn.args[0], llir.Constant(I64, 0)), body, done)
-    bld.position_at_end(body)
-    i = bld.phi(I64)
-    i.add_incoming(llir.Constant(I64, 0), entry)
-    _apply(bld, module, fn, op, C_MATH, i)
-    step = bld.add(i, llir.Constant(I64, 1))
-    i.add_incoming(step, bld.block)
-    bld.cbranch(bld.icmp_signed("<", step, fn.args[0]), body, done)
-    bld.position_at_end(done)
+    bld = llir.IRBuilder(fn.append_basic_block("entry"))
+    counted_loop(bld, fn.args[0], lambda i: _apply(bld, module, fn, op, C_MATH, i))
     bld.ret_void()
 
 

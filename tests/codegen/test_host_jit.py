@@ -15,7 +15,7 @@ from llvmlite import ir as llir
 from codegen import host_jit
 from helpers import PROPERTY
 
-from tilec.codegen_llvm.scalar_base import BFloatType
+from tilec.codegen_llvm.scalar_base import BFloatType, counted_loop
 from tilec.ir.interp_dtypes import bf16_bits
 
 F32, I16, I64 = llir.FloatType(), llir.IntType(16), llir.IntType(64)
@@ -27,19 +27,12 @@ def bf16_module() -> llir.Module:
     module = llir.Module()
     fn = llir.Function(module, llir.FunctionType(llir.VoidType(), [I64, PTR, PTR]), "to_bf16")
     n, src, dst = fn.args
-    entry, body, done = (fn.append_basic_block(name) for name in ("entry", "body", "done"))
-    b = llir.IRBuilder(entry)
-    b.cbranch(b.icmp_signed(">", n, I64(0)), body, done)
-    b.position_at_end(body)
-    i = b.phi(I64)
-    x = b.load(b.gep(src, [i], source_etype=F32), typ=F32)
-    bits = b.bitcast(b.fptrunc(x, BFloatType()), I16)
-    b.store(bits, b.gep(dst, [i], source_etype=I16))
-    step = b.add(i, I64(1))
-    i.add_incoming(I64(0), entry)
-    i.add_incoming(step, body)
-    b.cbranch(b.icmp_signed("<", step, n), body, done)
-    b.position_at_end(done)
+    b = llir.IRBuilder(fn.append_basic_block("entry"))
+
+    def convert(i: llir.Value) -> None:
+        x = b.load(b.gep(src, [i], source_etype=F32), typ=F32)
+        b.store(b.bitcast(b.fptrunc(x, BFloatType()), I16), b.gep(dst, [i], source_etype=I16))
+    counted_loop(b, n, convert)
     b.ret_void()
     return module
 

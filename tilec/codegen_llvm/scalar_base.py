@@ -129,6 +129,24 @@ def call(ctx: ScalarContext, name: str, args: list, ret: Optional[llir.Type] = N
     return ctx.builder.call(declare(ctx, name, ret, [a.type for a in args]), args)
 
 
+def counted_loop(b: llir.IRBuilder, count: llir.Value, body: Callable[[llir.Value], None]) -> None:
+    """Emit ``body(i)`` for ``i`` = 0, 1, ... ``count`` - 1 (``count`` an
+    integer value read as unsigned, ``i`` of its type); nothing when ``count``
+    is 0.  The builder is left after the loop; ``body`` may add blocks."""
+    start = b.block
+    loop, done = b.function.append_basic_block("loop"), b.function.append_basic_block("loop.done")
+    zero = count.type(0)
+    b.cbranch(b.icmp_unsigned("==", count, zero), done, loop)
+    b.position_at_end(loop)
+    i = b.phi(count.type, name="i")
+    i.add_incoming(zero, start)
+    body(i)
+    following = b.add(i, count.type(1))
+    i.add_incoming(following, b.block)
+    b.cbranch(b.icmp_unsigned("==", following, count), done, loop)
+    b.position_at_end(done)
+
+
 def overloaded(base: str, *types: llir.Type) -> str:
     """An overloaded intrinsic's name: ``overloaded("llvm.fma", f32)`` is ``llvm.fma.f32``."""
     return ".".join([base] + [t.intrinsic_name for t in types])

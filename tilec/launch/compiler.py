@@ -6,7 +6,8 @@ estimate).  ``TILEC_DUMP`` writes each stage to a file as it is made
 (``dump.py``).
 
 Which targets there are is the backends' business (``registry.target_names()``:
-the host interpreter's, each GPU arch); compiling for a GPU needs none.
+the interpreter's ``host``, each GPU arch, the compiled host's ``cpu``);
+compiling for a GPU needs none.
 
 With ``TILEC_CHECK=1`` in the environment (the test suite sets it) the IR as
 built is verified and must read back from its text form unchanged; the pass

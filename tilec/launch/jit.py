@@ -163,7 +163,8 @@ class JITFunction(KernelInterface):
     def compile(self, *args: Any, target: Optional[str] = None, **kwargs: Any) -> CompiledKernel:
         """The variant these arguments select for ``target``, compiled (from the cache when it is there).
 
-        ``target`` is ``"host"`` or a GPU arch (``python -m tilec info`` lists
+        ``target`` is any target a backend compiles for (``"host"``, the
+        interpreter; a GPU arch; ``"cpu"``: ``python -m tilec info`` lists
         them all); compiling for an arch needs no GPU.  Left out, it is where a
         launch with these arguments would run: ``"host"`` for host arrays; for
         GPU arrays their device's arch, or the GPU backend's default arch on a

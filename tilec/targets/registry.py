@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 FAMILIES: dict[str, str] = {
     "interpreter": "tilec.backends.interpreter",
     "nvidia": "tilec.backends.nvidia",
+    "host": "tilec.backends.host",
 }
 
 #: The place of host memory (``launch/args.py``): numpy arrays, CPU tensors.

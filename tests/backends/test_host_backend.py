@@ -1,0 +1,244 @@
+"""The host backend (``tilec/backends/host``, target ``cpu``): elementwise
+kernels compiled for the baseline x86-64 CPU and run by MCJIT give numpy's
+answer bit for bit; its stages show in ``.asm``, ``TILEC_DUMP``, the disk
+cache and the command line; anything else is a clear error at the kernel's
+line.  The backend has no ``places`` yet, so kernels run here through its
+launcher, found in the registry, as ``launch/jit.py`` would call it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import tilec
+import tilec.language as tl
+from kernels.vector_add import add_kernel
+from launch.kernels import fresh
+from tilec import cli
+from tilec.errors import CompilationError
+from tilec.launch import cache
+from tilec.targets import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = registry.backend("host")
+STAGES = ["tir", "tir-opt", "tir-host", "llir", "asm", "obj"]
+
+
+def run_on_cpu(kernel, grid, *args, **constexprs):
+    """Compile ``kernel`` for ``cpu`` and launch it over ``grid`` (three ints) on ``args``."""
+    compiled = kernel.compile(*args, target="cpu", **constexprs)
+    HOST.launcher().launch(compiled, grid, kernel.plan(args, constexprs).args, None)
+    return compiled
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal bit for bit (signed zeros, subnormals); a NaN only has to be a NaN
+    (numpy leaves its payload to the hardware)."""
+    nan = np.isnan(want) if want.dtype.kind == "f" else np.zeros(want.shape, bool)
+    np.testing.assert_array_equal(np.isnan(got) if got.dtype.kind == "f" else nan, nan)
+    unsigned = f"u{want.dtype.itemsize}"
+    np.testing.assert_array_equal(got.view(unsigned)[~nan], want.view(unsigned)[~nan])
+
+
+def f16_routines_missing() -> bool:
+    """Whether this process lacks the f16 conversions LLVM calls on the baseline CPU (libgcc's)."""
+    x = np.zeros(1, np.float16)
+    compiled = add_kernel.compile(x, x, x, 3, BLOCK_SIZE=1, target="cpu")
+    return bool(HOST.launcher().missing_symbols(compiled.asm["obj"]))
+
+
+DTYPES = [np.float32, np.float64, np.int32, np.int8, np.uint16, np.int64]
+DTYPES += [] if f16_routines_missing() else [np.float16]
+
+
+def values(dtype, n: int):
+    """Arrays of ``n`` values of ``dtype``: floats of every kind (negative,
+    zero of both signs, subnormal, inf, NaN), ints over their whole range."""
+    if np.dtype(dtype).kind == "f":
+        width = 8 * np.dtype(dtype).itemsize
+        elements = st.one_of(st.floats(width=width, allow_nan=False), st.just(float("nan")))
+        return hnp.arrays(dtype, n, elements=elements)
+    return hnp.arrays(dtype, n)
+
+
+@st.composite
+def vector_add_cases(draw):
+    dtype = draw(st.sampled_from(DTYPES))
+    n = draw(st.one_of(st.sampled_from([0, 1, 2, 15, 16, 17]), st.integers(0, 300)))
+    return dtype, draw(st.sampled_from([1, 4, 32])), draw(values(dtype, n)), draw(values(dtype, n))
+
+
+# --- the vector-add kernel -----------------------------------------------------------
+@given(vector_add_cases())
+def test_vector_add_gives_numpys_answer_bit_for_bit(case):
+    dtype, block, x, y = case
+    n = len(x)
+    out = np.full(n + 8, 7, dtype)  # the elements past n are a guard: masked-off stores leave them
+    run_on_cpu(add_kernel, (tilec.cdiv(n, block), 1, 1), x, y, out[:n], n, BLOCK_SIZE=block)
+    with np.errstate(all="ignore"):
+        assert_same_bits(out[:n], x + y)
+    assert (out[n:] == 7).all()
+
+
+@tilec.jit
+def where_am_i(out_ptr):
+    """Each program writes its ids and the grid's size where only it writes."""
+    x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    nx, ny = tl.num_programs(0), tl.num_programs(1)
+    at = (z * ny + y) * nx + x
+    tl.store(out_ptr + at, x + 10 * y + 100 * z + 1000 * nx + 10000 * ny + 100000 * tl.num_programs(2))
+
+
+@pytest.mark.parametrize("grid", [(1, 1, 1), (5, 1, 1), (3, 2, 4), (1, 7, 1)])
+def test_every_program_of_the_grid_runs_once_and_knows_where_it_is(grid):
+    nx, ny, nz = grid
+    out = np.zeros(nx * ny * nz, np.int32)
+    run_on_cpu(where_am_i, grid, out)
+    z, y, x = np.meshgrid(range(nz), range(ny), range(nx), indexing="ij")
+    np.testing.assert_array_equal(out, (x + 10 * y + 100 * z + 1000 * nx + 10000 * ny + 100000 * nz).ravel())
+
+
+@tilec.jit
+def scale(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=1)
+    tl.store(out_ptr + offs, tl.where(x > 0, x * alpha, x - alpha), mask=mask)
+
+
+@pytest.mark.parametrize("alpha", [np.float32(-2.5), np.float64(1e-310), np.int32(-3), np.uint8(200),
+                                   np.int64(-2**40), True] + [np.float16(0.1)] * (np.float16 in DTYPES))
+def test_scalars_of_every_width_arrive_as_the_interpreter_sees_them(alpha):
+    dtype = np.asarray(alpha).dtype if not isinstance(alpha, bool) else np.int32
+    x = (np.arange(21) - 10).astype(dtype)
+    out, want = np.zeros_like(x), np.zeros_like(x)
+    run_on_cpu(scale, (3, 1, 1), x, out, alpha, 21, BLOCK=8)
+    scale[(3,)](x, want, alpha, 21, BLOCK=8)  # numpy arrays: the interpreter
+    assert_same_bits(out, want)
+
+
+# --- the stages --------------------------------------------------------------------------
+def vectors(n=40, dtype=np.float32):
+    x = np.arange(n, dtype=dtype)
+    return x, x.copy(), np.zeros_like(x), n
+
+
+def test_the_stages_are_in_asm_in_order():
+    k = fresh(add_kernel).compile(*vectors(), BLOCK_SIZE=16, target="cpu")
+    assert list(k.asm) == STAGES and k.target == "cpu"
+    assert "blocked<[16], [1], [1], [0]>" in k.asm["tir-host"]  # one thread holds the whole tile
+    assert "%program_id_x: i32" in k.asm["tir-host"] and "%num_programs_z: i32" in k.asm["tir-host"]
+    assert 'define void @add_kernel_grid(' in k.asm["llir"] and "@add_kernel(" not in k.asm["llir"]  # inlined
+    assert "add_kernel_grid:" in k.asm["asm"] and k.asm["obj"].startswith(b"\x7fELF")
+    assert "<4 x" not in k.asm["tir-host"] + k.asm["llir"].split("define", 1)[0]  # scalars, no vectors
+
+
+def test_the_target_is_this_process_at_its_baseline():
+    import llvmlite.binding as llvm
+
+    facts = HOST.target("cpu")
+    assert facts.triple == llvm.get_process_triple() and facts.features == ""
+    assert (facts.warp_size, facts.max_threads_per_block, facts.max_shared_bytes) == (1, 1, 0)
+    if facts.triple.startswith("x86_64"):
+        assert facts.cpu == "x86-64"
+    assert HOST.toolchain("cpu")[1] == facts.triple
+
+
+def test_host_arrays_still_run_on_the_interpreter():
+    assert HOST.places == () and registry.backend_for_place("host") is registry.backend("interpreter")
+    assert add_kernel.compile(*vectors(), BLOCK_SIZE=16).target == "host"
+
+
+def test_tilec_dump_writes_each_cpu_stage(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEC_DUMP", "tir-host,llir,asm,obj")
+    monkeypatch.setenv("TILEC_DUMP_DIR", str(tmp_path))
+    k = fresh(add_kernel).compile(*vectors(), BLOCK_SIZE=16, target="cpu")
+    files = {p.name.split(".", 1)[1]: p for p in tmp_path.iterdir()}
+    assert sorted(files) == ["host.tir", "ll", "o", "s"]
+    assert files["s"].read_text() == k.asm["asm"] and files["o"].read_bytes() == k.asm["obj"]
+
+
+def test_a_cached_variant_keeps_its_object_code_and_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEC_CACHE", "1")
+    monkeypatch.setenv("TILEC_CHECK", "0")  # it bypasses the cache
+    monkeypatch.setattr(cache, "STATS", dict.fromkeys(cache.STATS, 0))
+    x, y, out, n = vectors()
+    first = fresh(add_kernel).compile(x, y, out, n, BLOCK_SIZE=16, target="cpu")
+    kernel = fresh(add_kernel)
+    again = run_on_cpu(kernel, (3, 1, 1), x, y, out, n, BLOCK_SIZE=16)
+    assert (cache.STATS["stored"], cache.STATS["hit"]) == (1, 1)
+    assert again is not first and again.asm == first.asm
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_python_m_tilec_compiles_for_cpu(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "cache"))
+    source = Path(add_kernel.fn.__code__.co_filename)
+    status = cli.main(["compile", f"{source}:add_kernel", "--signature", "*fp32:16,*fp32:16,*fp32:16,i32",
+                       "--constexpr", "BLOCK_SIZE=8", "--target", "cpu"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "add_kernel_grid:" in out  # the assembly, the cpu target's default stage
+
+
+# --- what it does not compile yet, and the debugging ops -------------------------------
+@tilec.jit
+def row_sum(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+
+
+@tilec.jit
+def outer(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    tl.store(out_ptr + r[:, None] * BLOCK + r[None, :], tl.load(x_ptr + r)[:, None] * 2.0)
+
+
+@pytest.mark.parametrize("kernel, op, line", [(row_sum, "reduce", "tl.sum("), (outer, "expand_dims", "r[:, None]")])
+def test_any_other_op_is_an_error_at_its_line(kernel, op, line):
+    x = np.ones(8, np.float32)
+    with pytest.raises(CompilationError, match=rf"the cpu target cannot compile `{op}` yet: it compiles only "
+                                               "elementwise kernels") as e:
+        kernel.compile(x, np.zeros(64, np.float32), BLOCK=8, target="cpu")
+    source = Path(__file__).read_text().splitlines()
+    assert (e.value.file, e.value.kernel) == (__file__, kernel.__name__)
+    assert line in source[e.value.line - 1]
+
+
+@tilec.jit
+def show(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.device_print("x", x)
+    tl.device_assert(x < 100, "x is too big")
+
+
+def test_print_writes_each_element_through_printf(capfd):
+    run_on_cpu(show, (2, 1, 1), np.arange(2, dtype=np.int32), BLOCK=2)
+    assert capfd.readouterr().out.splitlines() == [f"pid ({p}, 0, 0) idx ({i}) x: {i}" for p in (0, 1) for i in (0, 1)]
+
+
+def test_a_failed_assertion_reports_the_line_and_stops_the_process(tmp_path):
+    script = tmp_path / "failing.py"
+    script.write_text(f"import sys; sys.path[:0] = {[str(ROOT), str(ROOT / 'tests')]!r}\n"
+                      "import numpy as np\n"
+                      "from backends.test_host_backend import run_on_cpu, show\n"
+                      "run_on_cpu(show, (1, 1, 1), np.array([1, 200], np.int32), BLOCK=2)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TILEC_CHECK": "0"})
+    line = next(i for i, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "x is too big" in text)
+    assert proc.returncode != 0
+    assert f"{__file__}:{line}: show: device_assert failed: x is too big" in proc.stderr
+
+
+def test_a_read_only_array_it_may_write_is_refused_before_anything_runs():
+    x, y, out, n = vectors()
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match="may store through `output_ptr`.*read-only; nothing ran"):
+        run_on_cpu(add_kernel, (3, 1, 1), x, y, out, n, BLOCK_SIZE=16)
