@@ -93,3 +93,12 @@ def test_a_type_the_function_does_not_take_is_a_compile_error(name, dtype, messa
     case = next(c for c in CASES if c.name == name)
     with pytest.raises(tilec.CompilationError, match=message):
         launch(case, dtype, [np.zeros(BLOCK, dtype) for _ in case.params])
+
+
+def test_each_function_passed_as_a_constexpr_compiles_its_own_variant():
+    """The stubs share their (factory's) source: the disk cache must key them by name,
+    or the second function would load the first one's code."""
+    x = np.zeros(BLOCK, np.float32)
+    for fn, symbol in ((libdevice.acos, "@acosf"), (libdevice.tanh, "@tanhf"), (libdevice.exp, "@expf")):
+        compiled = apply_kernel.compile(x, x, x, x, x, FN=fn, ARITY=1, BLOCK=BLOCK, target="cpu")
+        assert symbol in compiled.asm["llir"], fn.__name__

@@ -12,6 +12,7 @@ _CORE = ("abs", "floor", "ceil", "sqrt", "sqrt_rn", "rsqrt", "exp2", "log", "log
          "fma", "div_rn")
 
 exp = _math.libdevice_stub("exp", 1, "e**x, within libdevice's 2 ulps in float32")
+exp.__module__ = __name__  # named apart from tl.math.exp (the disk cache keys a stub by its name)
 
 __all__ = sorted(_CORE + tuple(_math.LIBDEVICE_FUNCTIONS) + ("exp",))
 globals().update({name: getattr(_math, name) for name in __all__ if name != "exp"})
