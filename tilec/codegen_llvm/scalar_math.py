@@ -12,6 +12,11 @@ default ``rsqrt`` is ``1 / sqrt(x)``.
 With the default library (host-JIT tests) every formula is
 target-independent LLVM plus the C math library, so tests on the host check
 the formulas and guards.
+
+``math_call`` (the libdevice functions, ``ir.math_functions``) calls the
+library by the function's ``library`` name the same way (f16/bf16 widened to
+f32 and rounded back once), or builds it from LLVM instructions
+(``FORMULAS``: the predicates, ``saturatef`` and the bit functions).
 """
 from __future__ import annotations
 

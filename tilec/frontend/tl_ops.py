@@ -9,8 +9,8 @@ defaults live in one place) and passed to the implementation by name:
 the user's line through ``ctx.error``.
 
 This file holds the registry, argument helpers, program geometry, tile
-creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_shape``
-and ``tl_reduce`` hold the rest.
+creation, casts, memory, atomics and debugging; ``tl_math``,
+``tl_libdevice``, ``tl_shape`` and ``tl_reduce`` hold the rest.
 """
 from __future__ import annotations
 
