@@ -61,8 +61,9 @@ def _vectorized(fn: Callable, at_error: Callable = lambda *args: math.nan) -> Ca
 
 
 def _gamma_limit(x: float) -> float:
-    """C's tgamma where Python's raises: +-inf at +-0 and past overflow, NaN at the negative integers."""
-    return math.copysign(math.inf, x) if x == 0 or x > 0 else math.nan
+    """C's tgamma where Python's raises: NaN at the negative integers, else (at +-0,
+    past overflow) the infinity of x's sign."""
+    return math.nan if x < 0 and x == math.floor(x) else math.copysign(math.inf, x)
 
 
 FLOAT = ("float32", "float64")

@@ -82,13 +82,14 @@ def _elementwise(fn: Callable) -> Callable:
 
 
 def _limit_of(fn: Callable, args: tuple, error: Exception) -> float:
-    """What C gives where Python's ``math`` raises: inf past overflow and at
-    lgamma's poles, gamma's signed infinity at zero, else NaN."""
+    """What C gives where Python's ``math`` raises: gamma's signed infinity past
+    overflow and at zero (NaN at the negative integers), lgamma's inf at its
+    poles, inf past any other overflow, else NaN."""
     x = float(args[0])
+    if fn is math.gamma:
+        return math.nan if x < 0 and x == math.floor(x) else math.copysign(math.inf, x)
     if isinstance(error, OverflowError) or (fn is math.lgamma and x == math.floor(x)):
         return math.inf
-    if fn is math.gamma and x == 0:
-        return math.copysign(math.inf, x)
     return math.nan
 
 
