@@ -91,11 +91,14 @@ func @math(%a: tile<4x8xf32>, %b: tile<4x8xf32>, %i: tile<3x5xi16>, %j: tile<3x5
   %25 = shl %24, %j : tile<3x5xi16>
   %26 = shr %25, %j : tile<3x5xi16>
   %hi = umulhi %u, %u : u64
+  %th = math_call [%20] {fn = "tanh"} : tile<4x8xf32>
+  %pc = math_call [%hi] {fn = "popc"} : i32
   %inf = constant {value = inf, type = f32} : f32
   %ninf = constant {value = -inf, type = f64} : f64
   %nan = constant {value = nan, type = bf16} : bf16
   %tiny = constant {value = -1e-05, type = f32} : f32
   %negz = constant {value = -0.0, type = f32} : f32
+  %ld = math_call [%negz, %pc] {fn = "ldexp"} : f32
   %big = constant {value = -9223372036854775808, type = i64} : i64
   %yes = constant {value = true, type = tile<2xi1>} : tile<2xi1>
 }

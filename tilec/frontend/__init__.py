@@ -14,11 +14,12 @@ goes; the modules here are the rest of it:
 * ``tl_ops.py``: the IR each ``tl.*`` function builds, looked up by the
   stub of ``tilec.language`` it implements, and its program geometry,
   creation, cast, memory, atomic and debugging functions; ``tl_math.py``
-  (elementwise math), ``tl_shape.py`` (shapes), ``tl_reduce.py``
-  (reductions, scans, ``dot``), ``tl_random.py`` (Philox random numbers),
-  ``tl_indexing.py`` (gather, flip, cat, sort, topk, histogram, swizzle2d),
-  ``tl_operators.py`` (``tl.add``/``sub``/``mul``) and ``tl_compat.py``
-  (``assume``, ``dot_scaled``: kept for Triton compatibility) hold the rest;
+  (elementwise math), ``tl_libdevice.py`` (the libdevice functions),
+  ``tl_shape.py`` (shapes), ``tl_reduce.py`` (reductions, scans, ``dot``),
+  ``tl_random.py`` (Philox random numbers), ``tl_indexing.py`` (gather, flip,
+  cat, sort, topk, histogram, swizzle2d), ``tl_operators.py``
+  (``tl.add``/``sub``/``mul``) and ``tl_compat.py`` (``assume``,
+  ``dot_scaled``: kept for Triton compatibility) hold the rest;
 * ``common.py``: what those share: a function's source checked for the
   walk, argument binding, and how front-end values are told apart;
 * ``source.py``: a Python function's source, file, lines and syntax tree,

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from tilec.ir import ops as ir
+from tilec.ir.math_functions import VALUE
 from tilec.ir.interp_dtypes import bitcast, cast, compute_dtype, convert_constant, memory_dtype, round_float
 from tilec.ir.types import ScalarType, bf16, elem_type, f16, shape_of
 from tilec.rules import registry
@@ -309,3 +310,24 @@ def _addptr(op, vals):
 @evaluates(ir.Assume, ir.ConvertLayout)
 def _identity(op, vals):
     return [vals[0]]
+
+
+# --------------------------------------------------------------------------- #
+# Named math functions (``math_call``), defined by ``math_functions``
+# --------------------------------------------------------------------------- #
+
+@evaluates(ir.MathCall)
+def _math_call(op, vals):
+    """Float functions: the float64 reference rounded once to the result type
+    (or computed in T itself where the function says ``exact_in``); int
+    functions: the reference on T's own arrays."""
+    f, t = op.function, op.value_type
+    out_type = elem_type(op.results[0].type)
+    if not t.is_float:
+        return [f.reference(*vals).astype(compute_dtype(out_type), copy=False)]
+    wide = compute_dtype(t) if f.exact_in else np.float64
+    args = [v.astype(wide) if p == VALUE else v.astype(np.int64) for p, v in zip(f.params, vals)]
+    result = f.reference(*args)
+    if out_type.is_float:
+        return [round_float(np.asarray(result), out_type)]
+    return [np.asarray(result).astype(compute_dtype(out_type), copy=False)]

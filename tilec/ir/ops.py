@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
 from tilec.ir.core import Block, Op, Value, VerifyError, attr, operand, optional, region, variadic
-from tilec.ir.types import ScalarType, TileType, Type, elem_type, i1, i32, is_float, is_int, is_pointer, shape_of, with_elem, with_shape
+from tilec.ir import math_functions
+from tilec.ir.types import SCALAR_TYPES, ScalarType, TileType, Type, elem_type, i1, i32, is_float, is_int, is_pointer, shape_of, with_elem, with_shape
 
 
 def _fail(op: Op, msg: str) -> None:
@@ -410,6 +411,44 @@ class Fma(Op):
     def verify(self):
         _require(self, self.a.type == self.b.type == self.c.type, "operand types differ")
         _require(self, is_float(self.a.type), "fma needs float operands")
+
+
+@dataclass(eq=False, kw_only=True)
+class MathCall(Op):
+    """``fn(*args)`` elementwise, ``fn`` a named function of
+    ``math_functions.FUNCTIONS`` (``tanh``, ``ldexp``, ``isnan``, ``popc``...),
+    which gives its operand and result types and its definition.  The
+    operands share one shape; those the function calls ``VALUE`` share the
+    value type T."""
+
+    NAME = "math_call"
+    fn: str = attr()
+    args: list = variadic()
+
+    @property
+    def function(self) -> math_functions.MathFunction:
+        return math_functions.FUNCTIONS[self.fn]
+
+    @property
+    def value_type(self) -> ScalarType:
+        """T, the type of the operands the function calls ``VALUE``."""
+        return elem_type(self.args[self.function.params.index(math_functions.VALUE)].type)
+
+    def infer_types(self):
+        result = self.function.result
+        return [with_elem(self.args[0].type, self.value_type if result == math_functions.SAME else SCALAR_TYPES[result])]
+
+    def verify(self):
+        _require(self, self.fn in math_functions.FUNCTIONS, f"unknown math function {self.fn!r}")
+        f = self.function
+        _require(self, len(self.args) == len(f.params), f"{self.fn} takes {len(f.params)} operands, got {len(self.args)}")
+        _require(self, len({shape_of(a.type) for a in self.args}) == 1, "operand shapes differ")
+        t = self.value_type
+        kind_ok = t.is_float if f.kinds == "float" else (t.is_int and not t.is_bool and t.bits in f.int_bits)
+        _require(self, kind_ok, f"{self.fn} does not take {t}")
+        for letter, a in zip(f.params, self.args):
+            want = t if letter == math_functions.VALUE else i32
+            _require(self, elem_type(a.type) == want, f"{self.fn}: operand of type {a.type}, expected {want}")
 
 
 @dataclass(eq=False, kw_only=True)

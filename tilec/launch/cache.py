@@ -248,6 +248,8 @@ def stable_token(value: Any) -> Any:
         return ("dict", sorted(((repr(stable_token(k)), stable_token(v)) for k, v in value.items())))
     if getattr(value, "is_tilec_jit", False):
         return ("jit", source_fingerprint(value.fn))
+    if getattr(value, "__tilec_builtin__", False):  # a tl stub: made by a factory, its source is its siblings'
+        return ("builtin", f"{value.__module__}.{value.__qualname__}")
     if isinstance(value, types.FunctionType):
         return ("function", source_fingerprint(value))
     if isinstance(value, ConstexprFunction):  # runs at compile time: its source is part of the kernel

@@ -79,13 +79,14 @@ class TritonFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         """Fill a built module, or make ``sys.modules`` hold the tilec module an alias
         names: the import system returns what ``sys.modules`` holds after this
-        call, so the alias is the tilec module itself and keeps its own ``__spec__``."""
+        call, so the alias is the tilec module itself and keeps its own ``__spec__``.
+        Then import the submodules ``SUBMODULES`` lists for it."""
         name = module.__name__
         if name in names.ALIASES:
             sys.modules[name] = _explain_missing(importlib.import_module(names.ALIASES[name]), name)
-            return
-        module.__dict__.update(names.exports(name))
-        module.__getattr__ = _missing_attribute(name)
+        else:
+            module.__dict__.update(names.exports(name))
+            module.__getattr__ = _missing_attribute(name)
         for submodule in names.SUBMODULES.get(name, ()):
             importlib.import_module(f"{name}.{submodule}")
 

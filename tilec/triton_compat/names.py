@@ -22,6 +22,10 @@ ALIASES = {
     "triton.language.math": "tilec.language.math",
     "triton.language.random": "tilec.language.random",
     "triton.language.standard": "tilec.language.standard",
+    "triton.language.extra": "tilec.language.extra",
+    "triton.language.extra.libdevice": "tilec.language.extra.libdevice",
+    "triton.language.extra.cuda": "tilec.language.extra.cuda",
+    "triton.language.extra.cuda.libdevice": "tilec.language.extra.cuda.libdevice",
     "triton.runtime.driver": "tilec.runtime.driver",
 }
 
@@ -51,37 +55,19 @@ EXPORTS: dict[str, dict[str, str]] = {
     "triton.compiler": {"CompilationError": "tilec:CompilationError", "CompiledKernel": "tilec:CompiledKernel"},
     "triton.compiler.errors": {"CompilationError": "tilec:CompilationError"},
     "triton.testing": {"do_bench": "tilec.testing:do_bench"},
-    "triton.language.extra": {},
-    "triton.language.extra.cuda": {},
-    "triton.language.extra.libdevice": {},
-    "triton.language.extra.cuda.libdevice": {},
 }
 
-# Submodules a built module imports when it is imported, as Triton's do
-# (``import triton`` makes ``triton.language`` usable).
+# Submodules a module imports when it is imported, as Triton's do (``import
+# triton`` makes ``triton.language`` usable; an aliased one's submodules then
+# answer a missing name with ``missing``'s message too).
 SUBMODULES = {
-    "triton": ("language", "language.extra", "runtime", "compiler", "testing"),
-    "triton.runtime": ("jit", "autotuner", "errors", "driver"),
-    "triton.compiler": ("errors",),
+    "triton": ("language", "runtime", "compiler", "testing"),
+    "triton.language": ("extra",),
     "triton.language.extra": ("cuda", "libdevice"),
     "triton.language.extra.cuda": ("libdevice",),
+    "triton.runtime": ("jit", "autotuner", "errors", "driver"),
+    "triton.compiler": ("errors",),
 }
-
-# Triton's libdevice functions (names only).  ``triton.language.extra[.cuda].libdevice``
-# holds those that tilec.language.math also has, whatever tilec adds later.
-LIBDEVICE_NAMES = frozenset("""
-abs acos acosh asin asinh atan atan2 atanh brev byte_perm cbrt ceil clz copysign cos cosh cospi
-div_rd div_rn div_ru div_rz erf erfc erfcinv erfcx erfinv exp exp10 exp2 expm1 fast_cosf fast_dividef
-fast_exp10f fast_expf fast_log10f fast_log2f fast_logf fast_powf fast_sinf fast_tanf fdim ffs finitef
-float2int_rn float_as_int floor fma fma_rd fma_rn fma_ru fma_rz fmax fmin fmod frexp hadd hiloint2double
-hypot ilogb int_as_float isfinited isinf isnan j0 j1 jn ldexp lgamma llrint llround log log10 log1p log2
-logb lrint lround modf mul24 mul_rd mul_rn mul_ru mul_rz mulhi nearbyint nextafter norm3d norm4d normcdf
-normcdfinv popc pow rcbrt rcp_rd rcp_rn rcp_ru rcp_rz remainder rhypot rint rnorm3d rnorm4d round rsqrt
-rsqrt_rn sad scalbn signbit sin sinh sinpi sqrt sqrt_rd sqrt_rn sqrt_ru sqrt_rz sub_rd sub_rn sub_ru
-sub_rz tan tanh tgamma trunc uhadd umul24 umulhi urhadd usad y0 y1 yn add_rd add_rn add_ru add_rz
-""".split())
-LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
-
 
 def resolve(reference: str) -> Any:
     """The object a ``"module:attribute"`` reference names."""
@@ -91,11 +77,7 @@ def resolve(reference: str) -> Any:
 
 def exports(module_name: str) -> dict[str, Any]:
     """The names (with their tilec objects) the built module ``module_name`` holds."""
-    names = {name: resolve(reference) for name, reference in EXPORTS[module_name].items()}
-    if module_name in LIBDEVICE_MODULES:
-        math = importlib.import_module("tilec.language.math")
-        names.update({name: getattr(math, name) for name in LIBDEVICE_NAMES if hasattr(math, name)})
-    return names
+    return {name: resolve(reference) for name, reference in EXPORTS[module_name].items()}
 
 
 def provided(module_name: str) -> bool:

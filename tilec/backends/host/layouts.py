@@ -24,7 +24,7 @@ from tilec.ir.types import TileType
 #: The ops the ``cpu`` target compiles, by class (and their subclasses).
 ELEMENTWISE_OPS = (
     ir.Constant, ir.ProgramId, ir.NumPrograms, ir.Arange, ir.Splat,
-    ir.UnaryOp, ir.BinaryOp, ir.Fma, ir.Select, ir.Cast, ir.Bitcast, ir.AddPtr, ir.Assume,
+    ir.UnaryOp, ir.BinaryOp, ir.Fma, ir.MathCall, ir.Select, ir.Cast, ir.Bitcast, ir.AddPtr, ir.Assume,
     ir.Load, ir.Store, ir.Print, ir.Assert, ir.Barrier,
 )
 

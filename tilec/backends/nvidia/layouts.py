@@ -289,7 +289,7 @@ def matrix_instruction(target: Target, operand, accumulator) -> Optional[MatrixI
 
 def _is_elementwise(op: Op) -> bool:
     """Ops whose tile operands and results share one layout."""
-    return isinstance(op, (ir.UnaryOp, ir.BinaryOp, ir.Fma, ir.Select, ir.Cast, ir.Bitcast, ir.AddPtr,
+    return isinstance(op, (ir.UnaryOp, ir.BinaryOp, ir.Fma, ir.MathCall, ir.Select, ir.Cast, ir.Bitcast, ir.AddPtr,
                            ir.Assume, ir.Broadcast))
 
 
