@@ -25,7 +25,7 @@ def flip_k(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
     rm, rn = tl.arange(0, M)[:, None], tl.arange(0, N)[None, :]
     x = tl.load(x_ptr + rm * N + rn)
     tl.store(z_ptr + rm * N + rn, tl.flip(x, 0))
-    tl.store(z_ptr + M * N + rm * N + rn, tl.flip(x))
+    tl.store(z_ptr + M * N + rm * N + rn, tl.flip(x, 1))  # Triton 3.6's flip needs dim (None fails there)
 
 
 def cat_k(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
@@ -82,7 +82,7 @@ CASES = {  # name: (kernel, dtypes, output elements per M*N, compare as a multis
     "flip": (flip_k, ["float32", "int8", "bfloat16", "int64"], 2, False),
     "cat": (cat_k, ["float32", "int32"], 1, True),
     "sort": (sort_k, ["float32", "int32", "float16", "uint8"], 3, False),
-    "histogram": (histogram_k, ["int32", "int8"], 1, False),
+    "histogram": (histogram_k, ["int32"], 1, False),
     "reduce_or": (reduce_or_k, ["int32", "uint16", "int64"], 1, False),
     "swizzle2d": (swizzle2d_k, ["int32"], 1, False),
     "operators": (operators_k, ["float32", "int32", "uint8"], 1, False),
