@@ -79,13 +79,19 @@ def test_the_three_paths_name_the_same_functions():
 @FEW
 @given(data=st.data())
 def test_inverse_functions_invert(inverse, forward, lo, hi, data):
-    """The interpreter's own definitions (no numpy reference exists): f(f^-1(y)) == y in float64."""
+    """The interpreter's own definitions (no numpy reference exists): f^-1(f(x))
+    comes back to ``x``, or f of it to ``f(x)``, within 1e-13 in float64.
+    One of the two is well conditioned everywhere: in a deep tail (normcdfinv
+    of 4e-282) ``f`` magnifies an ulp of ``x`` 36 times, where it saturates
+    (erf near 1) ``f^-1`` does."""
     x = data.draw(values("float64", BLOCK, lo=lo, hi=hi))
     y = forward(x)
     case = next(c for c in CASES if c.name == inverse)
     got = from_host(launch(case, "float64", [y]))
     ok = np.isfinite(got)
-    assert np.allclose(forward(got[ok]), y[ok], rtol=1e-13, atol=0)
+    near_x = np.isclose(got[ok], x[ok], rtol=1e-13, atol=0)
+    near_y = np.isclose(forward(got[ok]), y[ok], rtol=1e-13, atol=0)
+    assert np.all(near_x | near_y), (x[ok][~(near_x | near_y)], got[ok][~(near_x | near_y)])
 
 
 @pytest.mark.parametrize("name, dtype, message", [
