@@ -37,6 +37,7 @@ from tilec.frontend.calls import PY_NAMES, CallsMixin, tl_equivalent
 from tilec.frontend.common import is_compile_time, is_constexpr_annotation, is_tensor, unwrap, walkable_source
 from tilec.frontend.source import FunctionSource, closure_values
 from tilec.frontend.control import RETURN_SLOT, ControlFlowMixin, normalize_returns
+from tilec.frontend.tuples import TupleLayout, unwrap_all
 from tilec.errors import CompilationError, TilecError
 
 __all__ = ["ArgSpec", "CodeGenerator", "FunctionSource", "build_ir"]
@@ -161,31 +162,40 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         fn = ir.Function(self.kernel_name, ir.Block(), loc=source.loc(source.function_def))
         self.builder.block = fn.body
         params = inspect.signature(pyfn).parameters
-        scope = {spec.name: self.kernel_arg_value(fn, spec, params[spec.name])
+        by_name = {spec.name: spec for spec in specs}
+        scope = {spec.name: self.kernel_arg_value(fn, spec, is_constexpr_annotation(params[spec.name].annotation),
+                                                  by_name)
                  for spec in self.checked_specs(pyfn, specs)}
         self.walk_function(pyfn, source, scope)
         return fn
 
-    def kernel_arg_value(self, fn: ir.Function, spec: ArgSpec, param: inspect.Parameter) -> Any:
+    def kernel_arg_value(self, fn: ir.Function, spec: ArgSpec, constexpr: bool, specs: dict[str, ArgSpec]) -> Any:
         """What a parameter's name means in the body: a kernel argument, a constexpr's value,
         or, for an int argument equal to 1 (specialised away, as Triton does), an int32
         constant: typed as the argument is for every other value, so that its promotions,
-        ``.to`` and ``.dtype`` do not change when it happens to be 1."""
+        ``.to`` and ``.dtype`` do not change when it happens to be 1.  A tuple argument
+        is rebuilt from its leaves (``specs`` by name), each one meaning the same."""
         if spec.type is not None:
             return self.add_kernel_arg(fn, spec)
-        if type(spec.value) is int and not is_constexpr_annotation(param.annotation):
+        if isinstance(spec.value, TupleLayout):
+            return spec.value.rebuild(lambda leaf: self.kernel_arg_value(fn, specs[leaf], False, specs))
+        if type(spec.value) is int and not constexpr:
             return semantic.constant(self, spec.value, ir.i32)
-        return unwrap(spec.value)
+        return unwrap_all(spec.value)
 
     def checked_specs(self, pyfn, specs: list[ArgSpec]) -> list[ArgSpec]:
+        """The specs of ``pyfn``'s parameters, one each; a tuple parameter's leaves
+        have specs of their own, which its ``TupleLayout`` names."""
         params = inspect.signature(pyfn).parameters
-        names = [s.name for s in specs]
+        leaves = {leaf for s in specs if isinstance(s.value, TupleLayout) for leaf in s.value.leaf_names()}
+        own = [s for s in specs if s.name not in leaves]
+        names = [s.name for s in own]
         if sorted(names) != sorted(params):
             raise TypeError(f"kernel `{self.kernel_name}` has parameters {list(params)}, got specs for {names}")
-        for s in specs:
+        for s in own:
             if s.type is not None and is_constexpr_annotation(params[s.name].annotation):
                 raise TypeError(f"parameter `{s.name}` of `{self.kernel_name}` is tl.constexpr but has a runtime spec")
-        return specs
+        return own
 
     @staticmethod
     def add_kernel_arg(fn: ir.Function, spec: ArgSpec) -> semantic.Tensor:

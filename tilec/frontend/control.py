@@ -11,6 +11,9 @@
   ``ir.While`` the same way.
 * A carried or yielded value keeps its type, or the user gets an error that
   names the variable and both types (Triton's rule).
+* A tuple is carried and merged leaf by leaf (``tuples.flatten``): each path
+  must give it the same structure, and its compile-time elements stay
+  compile-time.
 
 ``normalize_returns`` rewrites ``if c: ...; return`` + rest into
 ``if c: ... else: rest`` before the walk, so the IR needs no return op;
@@ -20,12 +23,14 @@ from __future__ import annotations
 
 import ast
 import builtins as py
+from dataclasses import dataclass
 from typing import Any
 
 import tilec.language as tl
 from tilec import ir
 from tilec.frontend import semantic
 from tilec.frontend.common import is_tensor
+from tilec.frontend.tuples import describe_structure, flatten, rebuild
 
 RETURN_SLOT = "$return"  # the value returned so far (a name no Python variable can have)
 VALUE_SLOT = "$value"  # the value of a runtime `x if c else y`
@@ -72,7 +77,23 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
 
 
 def _describe(name: str) -> str:
-    return {RETURN_SLOT: "the returned value", VALUE_SLOT: "the conditional expression"}.get(name, f"`{name}`")
+    """A carried name for messages; a tuple leaf of a slot (``$return[0]``) names its element."""
+    root, bracket, path = name.partition("[")
+    slot = {RETURN_SLOT: "the returned value", VALUE_SLOT: "the conditional expression"}.get(root)
+    if slot is None:
+        return f"`{name}`"
+    return f"{slot} (element [{path})" if bracket else slot
+
+
+def _type_mismatch(name: str) -> str:
+    """The head of the error for a value whose type differs between two branches, in
+    Triton's words (its tests look for them): a variable's, a return's, a ternary's."""
+    root = name.partition("[")[0]
+    if root == RETURN_SLOT:
+        return "Inconsistent return types"
+    if root == VALUE_SLOT:
+        return "Ternary expression with dynamic condition has inconsistent type"
+    return f"Mismatched type for {name}"
 
 
 def _returns_nothing(v: Any) -> bool:
@@ -83,6 +104,28 @@ def _returns_nothing(v: Any) -> bool:
 def _same_constant(a: Any, b: Any) -> bool:
     constant = (bool, int, float, str, type(None), tl.dtype)
     return isinstance(a, constant) and type(a) is type(b) and a == b
+
+
+@dataclass
+class Carried:
+    """The variables a runtime loop carries: their ``names`` and structures
+    (``tuples.flatten``), and one block argument per leaf, named ``leaf_names``
+    (``t[0]`` for a tuple's), with the initial values ``inits``."""
+
+    names: list[str]
+    shapes: list
+    leaf_names: list[str]
+    inits: list[semantic.Tensor]
+
+    def bind(self, leaves: list) -> dict:
+        """The variables rebuilt from ``leaves``, one per leaf in order."""
+        return _rebuild_all(self.names, self.shapes, leaves)
+
+
+def _rebuild_all(names: list[str], shapes: list, leaves: list) -> dict:
+    """``names`` bound to the values of structures ``shapes`` rebuilt from ``leaves`` in order."""
+    it = iter(leaves)
+    return {name: rebuild(shape, it) for name, shape in zip(names, shapes)}
 
 
 class ControlFlowMixin:
@@ -104,13 +147,35 @@ class ControlFlowMixin:
         self.builder.create(ir.Yield, values=[t.handle for t in tensors])
         return tensors
 
-    def bind_results(self, op: ir.Op, names: list[str], scope: dict) -> dict:
-        """``scope`` updated with ``op``'s results, named after the variables they become."""
-        out = dict(scope)
-        for name, result in zip(names, op.results):
-            result.name = None if name.startswith("$") else name
-            out[name] = semantic.Tensor(result)
-        return out
+    def split_carried(self, values: list, names: list[str]) -> tuple[list[tuple[str, Any]], list]:
+        """The runtime leaves of ``values`` (tuples taken apart, ``tuples.flatten``),
+        each with its name, and each value's structure (``Carried.bind``'s input)."""
+        leaves, shapes = [], []
+        for value, name in zip(values, names):
+            inner, shape = flatten(value, name)
+            leaves += inner
+            shapes.append(shape)
+        return leaves, shapes
+
+
+    def check_structure(self, name: str, before: Any, after: Any, where: str) -> None:
+        """A carried tuple keeps its structure: ``before`` and ``after`` are
+        ``flatten``'s structures of ``name`` on the two sides ``where`` says."""
+        if before != after:
+            self.error(f"{_describe(name)} is {describe_structure(before)} {where[0]} but "
+                       f"{describe_structure(after)} {where[1]}; a tuple must keep its structure "
+                       "(length, nesting and compile-time elements) through runtime control flow")
+
+    def loop_carried(self, names: list[str]) -> "Carried":
+        """The variables ``names`` as a runtime loop carries them (numbers made tensors)."""
+        leaves, shapes = self.split_carried([self.frame.scope[n] for n in names], names)
+        return Carried(names, shapes, [n for n, _ in leaves], [self.as_carried(v, n) for n, v in leaves])
+
+    def bind_results(self, op: ir.Op, carried: "Carried", scope: dict) -> dict:
+        """``scope`` updated with the ``carried`` variables rebuilt from ``op``'s results (one per leaf)."""
+        for leaf, result in zip(carried.leaf_names, op.results):
+            result.name = None if leaf.startswith("$") else leaf
+        return {**scope, **carried.bind([semantic.Tensor(r) for r in op.results])}
 
     def forget_names(self, inner: dict, where: str, before: str) -> None:
         """Remember why the names ``inner`` (a branch's or a loop body's scope) assigned
@@ -135,8 +200,8 @@ class ControlFlowMixin:
         then_block, then_scope = self.walk_branch(then_stmts, before)
         else_block, else_scope = self.walk_branch(else_stmts, before)
         merged, names = self.merge_branches(then_scope, else_scope)
-        op = self.build_if(cond, (then_block, then_scope), (else_block, else_scope), names)
-        self.frame.scope = self.bind_results(op, names, {**before, **merged})
+        merged.update(self.build_if(cond, (then_block, then_scope), (else_block, else_scope), names))
+        self.frame.scope = {**before, **merged}
         for scope in (then_scope, else_scope):
             self.forget_names(scope, "in only one branch of the runtime `if`", "the `if` (or in both branches)")
 
@@ -164,17 +229,34 @@ class ControlFlowMixin:
                 differ.append(name)
         return same, differ
 
-    def build_if(self, cond: ir.Value, then: tuple, other: tuple, names: list[str]) -> ir.Op:
-        """Close both branch blocks with yields of ``names`` (same types) and append the ``if``."""
+    def build_if(self, cond: ir.Value, then: tuple, other: tuple, names: list[str]) -> dict:
+        """Append the ``if`` whose branch blocks yield the values of ``names`` that
+        differ (tuples leaf by leaf: same structure in both, leaves both branches
+        agree on are not yielded) and return those names' values after it."""
+        then_leaves, shapes = self.split_carried([then[1][n] for n in names], names)
+        else_leaves, else_shapes = self.split_carried([other[1][n] for n in names], names)
+        for name, a, b in zip(names, shapes, else_shapes):
+            self.check_structure(name, a, b, ("in the then-branch", "in the else-branch"))
+        pairs = [(n, a, b) for (n, a), (_, b) in zip(then_leaves, else_leaves)]
+        differ = [(n, a, b) for n, a, b in pairs if not (a is b or _same_constant(a, b))]
         yielded = []
-        for block, scope in (then, other):
+        for (block, _), side in ((then, 1), (other, 2)):
             with self.builder.at(block):
-                yielded.append(self.yield_values([scope[n] for n in names], names))
-        for name, a, b in zip(names, *yielded):
+                yielded.append(self.yield_values([d[side] for d in differ], [d[0] for d in differ]))
+        for (name, _, _), a, b in zip(differ, *yielded):
             if a.handle.type != b.handle.type:
-                self.error(f"{_describe(name)} has type {a.handle.type} in the then-branch but "
-                           f"{b.handle.type} in the else-branch; both branches must give it the same type")
-        return self.builder.create(ir.If, cond=cond, then_body=then[0], else_body=other[0])
+                self.error(f"{_type_mismatch(name)}: {_describe(name)} has type {a.handle.type} in the then-branch "
+                           f"but {b.handle.type} in the else-branch; both branches must give it the same type")
+        op = self.builder.create(ir.If, cond=cond, then_body=then[0], else_body=other[0])
+        results = iter(op.results)
+        leaves = [a if (a is b or _same_constant(a, b)) else self.if_result(next(results), n) for n, a, b in pairs]
+        return _rebuild_all(names, shapes, leaves)
+
+    @staticmethod
+    def if_result(result: ir.Value, name: str) -> semantic.Tensor:
+        """A result of a runtime ``if``, named after the variable (or tuple element) it becomes."""
+        result.name = None if name.startswith("$") else name
+        return semantic.Tensor(result)
 
     def runtime_if_expr(self, cond: semantic.Tensor, body: ast.expr, orelse: ast.expr) -> semantic.Tensor:
         """``x if c else y`` with a runtime ``c``: an ``if`` yielding one value."""
@@ -183,8 +265,7 @@ class ControlFlowMixin:
             block = ir.Block()
             with self.builder.at(block):
                 branches.append((block, {VALUE_SLOT: self.visit(expr)}))
-        op = self.build_if(semantic.truth(self, cond), *branches, [VALUE_SLOT])
-        return semantic.Tensor(op.result)
+        return self.build_if(semantic.truth(self, cond), *branches, [VALUE_SLOT])[VALUE_SLOT]
 
     # --- for -------------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
@@ -242,13 +323,12 @@ class ControlFlowMixin:
             self.error("the variable of a runtime loop must be a single name", node.target)
         lower, upper, step = self.loop_bounds(r)
         var = node.target.id
-        carried = [n for n in self.carried_names(node.body) if n != var]
-        inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
+        carried = self.loop_carried([n for n in self.carried_names(node.body) if n != var])
         body = ir.Block()
         iv = semantic.Tensor(body.add_arg(lower.type, var))
-        self.walk_loop_body(body, carried, inits, node.body, {var: iv})
+        self.walk_loop_body(body, carried, node.body, {var: iv})
         op = self.builder.create(ir.For, lower=lower, upper=upper, step=step,
-                                 inits=[t.handle for t in inits], body=body)
+                                 inits=[t.handle for t in carried.inits], body=body)
         self.frame.scope = self.bind_results(op, carried, self.frame.scope)
 
     def loop_bounds(self, r: tl.range) -> list[ir.Value]:
@@ -271,20 +351,23 @@ class ControlFlowMixin:
         """Names the loop body assigns that are defined before the loop."""
         return [n for n in assigned_names(body) if n in self.frame.scope]
 
-    def walk_loop_body(self, block: ir.Block, carried: list[str], inits: list, stmts: list, extra: dict) -> None:
-        """Walk ``stmts`` into ``block`` with ``carried`` as its arguments; yield their new values."""
+    def walk_loop_body(self, block: ir.Block, carried: "Carried", stmts: list, extra: dict) -> None:
+        """Walk ``stmts`` into ``block`` with ``carried``'s leaves as its arguments; yield their new values."""
         before = self.frame.scope
-        args = [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(carried, inits)]
-        self.frame.scope = {**before, **dict(zip(carried, args)), **extra}
+        args = [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(carried.leaf_names, carried.inits)]
+        self.frame.scope = {**before, **carried.bind(args), **extra}
         self.frame.loop_depth += 1
         try:
             with self.builder.at(block):
                 self.visit_block(stmts)
-                new = self.yield_values([self.frame.scope[n] for n in carried], carried)
+                leaves, shapes = self.split_carried([self.frame.scope[n] for n in carried.names], carried.names)
+                for name, a, b in zip(carried.names, carried.shapes, shapes):
+                    self.check_structure(name, a, b, ("before the loop", "after one iteration"))
+                new = self.yield_values([v for _, v in leaves], carried.leaf_names)
         finally:
             self.frame.loop_depth -= 1
             self.frame.scope, body_scope = before, self.frame.scope
-        self.check_carried_types(carried, inits, new)
+        self.check_carried_types(carried.leaf_names, carried.inits, new)
         self.forget_names(body_scope, "only inside the runtime loop", "the loop (it may run zero times)")
 
     def check_carried_types(self, names: list[str], inits: list, new: list) -> None:
@@ -297,22 +380,21 @@ class ControlFlowMixin:
     # --- while -----------------------------------------------------------------------
     def visit_While(self, node: ast.While) -> None:
         self.check_loop_syntax(node)
-        carried = self.carried_names(node.body)
-        inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
+        carried = self.loop_carried(self.carried_names(node.body))
         before = ir.Block()
-        cond = self.while_condition(before, carried, inits, node.test)
+        cond = self.while_condition(before, carried, node.test)
         if cond is None:
             return
         after = ir.Block()
-        self.walk_loop_body(after, carried, inits, node.body, {})
-        op = self.builder.create(ir.While, inits=[t.handle for t in inits], before=before, after=after)
+        self.walk_loop_body(after, carried, node.body, {})
+        op = self.builder.create(ir.While, inits=[t.handle for t in carried.inits], before=before, after=after)
         self.frame.scope = self.bind_results(op, carried, self.frame.scope)
 
-    def while_condition(self, block: ir.Block, carried: list[str], inits: list, test: ast.expr):
+    def while_condition(self, block: ir.Block, carried: "Carried", test: ast.expr):
         """Fill the ``before`` region; None when the condition is a compile-time false (no loop)."""
-        args = [block.add_arg(t.handle.type, n) for n, t in zip(carried, inits)]
+        args = [block.add_arg(t.handle.type, n) for n, t in zip(carried.leaf_names, carried.inits)]
         saved = self.frame.scope
-        self.frame.scope = {**saved, **{n: semantic.Tensor(a) for n, a in zip(carried, args)}}
+        self.frame.scope = {**saved, **carried.bind([semantic.Tensor(a) for a in args])}
         try:
             with self.builder.at(block):
                 cond = self.visit(test)

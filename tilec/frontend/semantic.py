@@ -67,7 +67,7 @@ _IR_TO_TL = {t: tl.dtype(name) for name, t in _TL_TO_IR.items()}
 def to_ir_type(d: tl.dtype) -> ir.ElemType:
     """``tl.float32`` -> ``ir.f32``; ``tl.pointer_type(tl.float16)`` -> ``ir.PointerType(ir.f16)``."""
     if isinstance(d, tl.pointer_type):
-        return ir.PointerType(to_ir_type(d.element_ty), d.address_space)
+        return ir.PointerType(to_ir_type(d.element_ty), d.address_space, d.const)
     if not isinstance(d, tl.dtype):
         raise TypingError(f"expected a dtype such as tl.float32, got {d!r}")
     return _TL_TO_IR[d.name]
@@ -76,7 +76,7 @@ def to_ir_type(d: tl.dtype) -> ir.ElemType:
 def to_tl_dtype(t: ir.ElemType) -> tl.dtype:
     """The inverse of ``to_ir_type``."""
     if isinstance(t, ir.PointerType):
-        return tl.pointer_type(to_tl_dtype(t.elem), t.space)
+        return tl.pointer_type(to_tl_dtype(t.elem), t.space, t.const)
     return _IR_TO_TL[t]
 
 

@@ -99,6 +99,15 @@ def pointer_arg(ctx, value, fname: str) -> Tensor:
     return x
 
 
+def writable_pointer_arg(ctx, value, fname: str) -> Tensor:
+    """``pointer_arg`` for a function that writes memory: a ``tl.const`` pointer is refused."""
+    x = pointer_arg(ctx, value, fname)
+    if x.elem.const:
+        raise TypingError(f"Cannot store to a constant pointer: `{fname}` writes through a {dtype_name(x.elem)}, "
+                          "which is read-only (a `tl.const` parameter, or a const `tl.pointer_type`)")
+    return x
+
+
 def fit_to(ctx, x: Tensor, shape: tuple, what: str, fname: str) -> Tensor:
     """``x`` broadcast to the pointer's ``shape`` (never the pointer to ``x``'s).
 
@@ -246,7 +255,7 @@ def _store(ctx, pointer, value, mask, boundary_check, cache_modifier, eviction_p
     does: a float stored through an int pointer truncates toward zero.  Unlike
     Triton (which stores ``int8(value)`` through an int1 pointer), a value stored
     through an int1 pointer is ``value != 0``."""
-    ptr = pointer_arg(ctx, pointer, "tl.store")
+    ptr = writable_pointer_arg(ctx, pointer, "tl.store")
     if boundary_check:
         raise TypingError(_NO_BLOCK_POINTERS)
     one_of(cache_modifier, _STORE_CACHE, "`tl.store` cache_modifier")
@@ -278,7 +287,7 @@ _SCOPES = ("gpu", "cta", "sys")
 
 
 def _atomic_common(ctx, pointer, sem, scope, fname: str) -> tuple[Tensor, str, str]:
-    ptr = pointer_arg(ctx, pointer, fname)
+    ptr = writable_pointer_arg(ctx, pointer, fname)
     sem = one_of("acq_rel" if sem is None else sem, _SEMANTICS, f"`{fname}` sem")
     scope = one_of("gpu" if scope is None else scope, _SCOPES, f"`{fname}` scope")
     return ptr, sem, scope

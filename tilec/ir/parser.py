@@ -431,10 +431,11 @@ class _Parser:
         if word != "ptr":
             self.fail(f"unknown type `{word}`", tok)
         self.expect("<")
+        const = self.accept("const")
         elem = self.scalar_type()
         space = self.int_word() if self.accept(",") else 1
         self.expect(">")
-        return PointerType(elem, space)
+        return PointerType(elem, space, const)
 
     def scalar_type(self) -> ScalarType:
         tok = self.expect_kind("word", "a scalar type")

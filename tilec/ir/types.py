@@ -78,17 +78,21 @@ SCALAR_TYPES = {n: ScalarType(n) for n in _SCALAR_INFO}
 
 @dataclass(frozen=True)
 class PointerType:
-    """A pointer to ``elem`` in address space ``space`` (1 = global)."""
+    """A pointer to ``elem`` in address space ``space`` (1 = global); a
+    ``const`` one may be read through but never written (Triton's ``tl.const``:
+    the front end refuses a store through it)."""
 
     elem: ScalarType
     space: int = 1
+    const: bool = False
 
     @property
     def bits(self) -> int:
         return 64
 
     def __str__(self) -> str:
-        return f"ptr<{self.elem}>" if self.space == 1 else f"ptr<{self.elem}, {self.space}>"
+        elem = f"const {self.elem}" if self.const else str(self.elem)
+        return f"ptr<{elem}>" if self.space == 1 else f"ptr<{elem}, {self.space}>"
 
 
 ElemType = Union[ScalarType, PointerType]

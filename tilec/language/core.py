@@ -200,15 +200,26 @@ def _add_name_tests() -> None:
 _add_name_tests()
 
 
-class pointer_type(dtype):
-    """A pointer to ``element_ty`` elements in ``address_space`` (1 = global memory)."""
+class const:
+    """The annotation of a kernel parameter that points to memory the kernel
+    only reads (Triton's ``tl.const``): ``def kernel(x_ptr: tl.const, ...)``
+    makes ``x_ptr`` a ``pointer_type(..., const=True)``.  Loads through it
+    work; a store or an atomic through it is a compile error.  Constness is
+    part of the pointer's type: a const and a plain pointer cannot meet in one
+    variable across the branches of a runtime ``if``."""
 
-    def __init__(self, element_ty: dtype, address_space: int = 1):
+
+class pointer_type(dtype):
+    """A pointer to ``element_ty`` elements in ``address_space`` (1 = global
+    memory); ``const=True`` makes it read-only (see ``const``)."""
+
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
         if not isinstance(element_ty, dtype) or isinstance(element_ty, pointer_type):
             raise TypeError(f"pointer_type needs a scalar dtype, got {element_ty!r}")
         self.element_ty = element_ty
         self.address_space = address_space
-        self.name = f"pointer<{element_ty.name}>"
+        self.const = _py.bool(const)
+        self.name = f"{'const_' if const else ''}pointer<{element_ty.name}>"
 
     @property
     def primitive_bitwidth(self) -> int:
@@ -221,15 +232,18 @@ class pointer_type(dtype):
     def is_ptr(self) -> bool:
         return True
 
+    def is_const(self) -> bool:
+        return self.const
+
     def __eq__(self, other) -> bool:
         return (isinstance(other, pointer_type) and other.element_ty == self.element_ty
-                and other.address_space == self.address_space)
+                and other.address_space == self.address_space and other.const == self.const)
 
     def __hash__(self) -> int:
-        return hash(("tl.pointer_type", self.element_ty, self.address_space))
+        return hash(("tl.pointer_type", self.element_ty, self.address_space, self.const))
 
     def __repr__(self) -> str:
-        return f"tl.pointer_type({self.element_ty!r})"
+        return f"tl.pointer_type({self.element_ty!r}{', const=True' if self.const else ''})"
 
 
 class block_type:
@@ -237,7 +251,7 @@ class block_type:
 
     def __init__(self, element_ty: dtype, shape: tuple):
         self.element_ty = element_ty
-        self.shape = tuple(shape)
+        self.shape = _py.tuple(shape)
 
     @property
     def scalar(self) -> dtype:
@@ -693,3 +707,60 @@ class slice:
 
     def __init__(self, start, stop, step):
         self.start, self.stop, self.step = start, stop, step
+
+
+class tuple(_py.tuple):
+    """A tuple of kernel values, as Triton's ``tl.tuple``: ``tl.tuple([a, b])``
+    is ``(a, b)``.  Inside a kernel every tuple is a compile-time structure of
+    values (tensors, numbers, None, dtypes, other tuples): index it with
+    compile-time ints (``t[0]``, ``t[-1]``, ``t[1:]``), unpack it
+    (``a, b = t``), take ``len(t)``, iterate it (``for x in t:``, unrolled),
+    pass it to and return it from ``@jit`` functions, and carry it through
+    runtime loops and branches (each path must give it the same structure).
+    A kernel parameter takes a tuple too: nested, mixing arrays, numbers,
+    None and ``tl.constexpr`` values, each element specialized as it would
+    be alone; a ``tl.constexpr`` parameter's tuple is one compile-time value."""
+
+    def __new__(cls, args=(), type=None):
+        return _py.tuple.__new__(cls, args)
+
+    @property
+    def type(self) -> "tuple_type":
+        """The element types (a tensor's ``type``, a constexpr's ``constexpr_type``)."""
+        return tuple_type([v.type if isinstance(v, tensor) else constexpr_type(v) for v in self],
+                          getattr(self, "_fields", None))
+
+
+class tuple_type:
+    """The type of a ``tuple`` (Triton's ``tl.tuple_type``): its element types
+    ``types`` and, for a named tuple, the field names ``fields``."""
+
+    def __init__(self, types, fields=None):
+        self.types = _py.tuple(types)
+        self.fields = None if fields is None else _py.tuple(fields)
+
+    @property
+    def name(self) -> str:
+        names = self.fields or ("",) * len(self.types)
+        return "[" + ",".join(f"{k}:{v}" if k else str(v) for k, v in zip(names, self.types)) + "]"
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def __getitem__(self, index):
+        return self.types[index]
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and (other.types, other.fields) == (self.types, self.fields)
+
+    def __hash__(self) -> int:
+        return hash(("tl.tuple_type", self.types, self.fields))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"tl.tuple_type({list(self.types)!r}{'' if self.fields is None else f', {list(self.fields)!r}'})"

@@ -4,8 +4,9 @@
 ``enable_fp_fusion=True``... ``LAUNCH_OPTIONS``) among the keywords:
 
 1. bind the arguments to the Python signature (defaults applied);
-2. classify each one (``args.classify_arg``): constexprs, specialized scalars,
-   pointers and where their memory lives;
+2. classify each one (``params.classify_params``, ``args.classify_arg``):
+   constexprs, specialized scalars, pointers and where their memory lives; a
+   tuple flattened into its leaves (``tuple_args.py``);
 3. pick the launcher for that place from the backend registry
    (``targets/registry.py``: all host -> the interpreter; all on one GPU ->
    that GPU's backend; a mix is an error naming the arrays);
@@ -47,12 +48,12 @@ from tilec.launch import cache as disk_cache
 from tilec.frontend.common import is_constexpr_annotation
 from tilec.frontend.source import read_source
 from tilec.errors import TilecError, require_function
-from tilec.launch.args import KernelArg, NotFast, classify_arg
+from tilec.launch.args import KernelArg, NotFast
 from tilec.launch.binder import make_binder, make_specializer
 from tilec.launch.compiler import OPTION_DEFAULTS, CompiledKernel, Options, compile_variant
 from tilec.launch.global_values import GlobalRead, check_globals, read_globals
 from tilec.launch.grid import Grid, grid_dims, normalize_grid
-from tilec.launch.params import kernel_params, spec_tables, unspecialize
+from tilec.launch.params import classify_params, kernel_params, spec_tables
 from tilec.targets.registry import HOST_PLACE, Launcher, backend_for, backend_for_place
 
 #: Triton's launch options that change how a kernel is launched, not its code
@@ -102,7 +103,6 @@ class JITFunction(KernelInterface):
         self.cache = VariantCache()
         self._launches = self.cache.launches
         self._generated_bind = make_binder(self.signature)
-        self._unspecialized = any(p.do_not_specialize_on_alignment for p in self.params)
         self._specialize = make_specializer(self.signature, self.constexprs, spec_tables(self.params))
         # Parameters named like a launch option: a launch's keyword reaches both (Triton hands the value in).
         self._option_parameters = LAUNCH_OPTIONS & frozenset(self.signature.parameters)
@@ -262,8 +262,7 @@ class JITFunction(KernelInterface):
         return dict(bound.arguments)
 
     def _classify(self, bound: dict[str, Any]) -> list[KernelArg]:
-        classified = [classify_arg(n, v, n in self.constexprs, self.__name__) for n, v in bound.items()]
-        return unspecialize(classified, self.params) if self._unspecialized else classified
+        return classify_params(bound, self.params, self.__name__)
 
     def _launcher(self, place: str) -> Launcher:
         backend = backend_for_place(place)
