@@ -87,7 +87,18 @@ def _host_array(value: Any):
     return None
 
 
+def _through_tuples(value: Any, fn) -> Any:
+    """``fn`` applied to ``value``, or to each element of a tuple argument (nested; a named
+    tuple keeps its class): tuple arguments hold arrays too."""
+    if not isinstance(value, tuple):
+        return fn(value)
+    items = [_through_tuples(v, fn) for v in value]
+    return type(value)(*items) if hasattr(type(value), "_fields") else tuple(items)
+
+
 def _mirror(value: Any, mirrors: list) -> Any:
+    if isinstance(value, tuple):
+        return _through_tuples(value, lambda v: _mirror(v, mirrors))
     host = _host_array(value)
     if host is None:
         return value
@@ -118,7 +129,8 @@ def mirror_launches(jit_function_class) -> None:
 
 def _interpret_on_copies(host_run, kernel, args, kwargs, grid) -> None:
     """Run on the interpreter with every array copied (errors raise as on the host)."""
-    host_run(kernel, *[_copy(a) for a in args], grid=grid, **{k: _copy(v) for k, v in kwargs.items()})
+    host_run(kernel, *[_through_tuples(a, _copy) for a in args], grid=grid,
+             **{k: _through_tuples(v, _copy) for k, v in kwargs.items()})
 
 
 def _copy(v: Any) -> Any:

@@ -314,6 +314,9 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         """Bind ``target`` (a name or a nested tuple of names) to ``value``."""
         if isinstance(target, ast.Name):
             return self.bind(target.id, value)
+        if isinstance(target, ast.Subscript) and isinstance(self.visit(target.value), tuple):
+            self.error("a tuple cannot be changed in place; build a new one, e.g. `t = t[:i] + (v,) + t[i + 1:]`",
+                       target)
         if not isinstance(target, (ast.Tuple, ast.List)):
             self.error("cannot assign to this target: tensors are values, not memory; write memory with "
                        "tl.store and replace elements with tl.where", target)

@@ -33,6 +33,11 @@ class LocatedError(TilecError):
 class CompilationError(LocatedError):
     """A kernel that cannot be compiled: what is wrong, where, and what to write instead."""
 
+    @property
+    def error_message(self) -> str:
+        """What is wrong, without the place and the quoted line (Triton's attribute)."""
+        return self.message
+
 
 NEEDS_DEF = "a kernel or a function it calls must be a `def` function in a source file"
 
