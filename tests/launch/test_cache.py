@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tilec
+import tilec.language as tl
 from tilec.launch import cache
 from tilec.launch.compiler import Options
 from tilec.backends.nvidia import ptxas
@@ -60,6 +61,19 @@ def add_key(kernel, n: int = 64, num_warps: int = 4, target: str = "host", **con
 
 
 # --- where, and whether ----------------------------------------------------------
+def test_a_tuple_kernel_is_stored_and_loaded(disk_cache):
+    """A tuple argument's leaves are the IR's arguments, by name: the stored IR reads back as the variant's."""
+    @tilec.jit
+    def pair_kernel(out, t):
+        tl.store(out, tl.load(t[0]) + t[1][0])
+
+    x, out = np.full(1, 2, np.float32), np.zeros(1, np.float32)
+    for _ in range(2):
+        tilec.jit(pair_kernel.fn)[(1,)](out, (x, (3,)))
+        assert out[0] == 5
+    assert (cache.STATS["stored"], cache.STATS["hit"]) == (1, 1)
+
+
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "a" / "b"))
     assert cache.cache_dir() == tmp_path / "a" / "b" and not cache.cache_dir().exists()  # looking creates nothing

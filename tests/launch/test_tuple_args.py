@@ -2,7 +2,7 @@
 constexpr layout under the parameter's name (its structure, in the key) and
 one argument per leaf, each classified as it would be alone; ``tl.const``
 parameters' pointers are const; ``do_not_specialize`` reaches a tuple's
-leaves; a tuple kernel's variant survives the disk cache."""
+leaves (``test_cache.py`` stores and loads a tuple kernel's variant)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +12,6 @@ import tilec
 import tilec.language as tl
 from tilec.frontend.tuples import TupleLayout
 from tilec.ir.types import PointerType, f32, i32
-from tilec.launch import cache
 
 
 @tilec.jit
@@ -45,19 +44,6 @@ def test_do_not_specialize_reaches_the_leaves():
     x = np.ones(4, np.float32)
     *_, one, sixteen = classified(plain_pair_kernel, x, (x, (1, 16)))
     assert (one.type, one.attrs, sixteen.attrs) == (i32, (), ())
-
-
-def test_a_tuple_kernel_is_stored_and_loaded_from_the_disk_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("TILEC_CACHE", "1")
-    monkeypatch.setenv("TILEC_CHECK", "0")
-    monkeypatch.delenv("TILEC_DUMP", raising=False)
-    monkeypatch.setattr(cache, "STATS", dict.fromkeys(cache.STATS, 0))
-    x, out = np.full(1, 2, np.float32), np.zeros(1, np.float32)
-    for _ in range(2):
-        tilec.jit(pair_kernel.fn)[(1,)](out, (x, (3,)))
-        assert out[0] == 5
-    assert (cache.STATS["stored"], cache.STATS["hit"]) == (1, 1)
 
 
 @pytest.mark.parametrize("t, compiles", [(((1,), 2), 1), ((1, (2,)), 2)])
