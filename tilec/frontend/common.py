@@ -86,6 +86,17 @@ def is_constexpr_annotation(ann: Any) -> bool:
     import annotations`` every annotation is its source text, so a quoted one
     arrives quoted twice (``"'tl.constexpr'"``).  The one test for the front end
     and the launcher: they must agree on which parameters are constexprs."""
+    return _is_annotation(ann, tl.constexpr, "constexpr")
+
+
+def is_const_annotation(ann: Any) -> bool:
+    """``x: tl.const`` (a read-only pointer parameter), or its name as a string,
+    as ``is_constexpr_annotation`` reads one."""
+    return _is_annotation(ann, tl.const, "const")
+
+
+def _is_annotation(ann: Any, marker: type, name: str) -> bool:
+    """``ann`` is ``marker`` itself or a string naming it (``"tl.<name>"``, quoted or not)."""
     if isinstance(ann, str):
-        return ann.strip().strip("'\"").strip().rsplit(".", 1)[-1] == "constexpr"
-    return ann is tl.constexpr
+        return ann.strip().strip("'\"").strip().rsplit(".", 1)[-1] == name
+    return ann is marker

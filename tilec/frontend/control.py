@@ -157,8 +157,7 @@ class ControlFlowMixin:
             shapes.append(shape)
         return leaves, shapes
 
-
-    def check_structure(self, name: str, before: Any, after: Any, where: str) -> None:
+    def check_structure(self, name: str, before: Any, after: Any, where: tuple[str, str]) -> None:
         """A carried tuple keeps its structure: ``before`` and ``after`` are
         ``flatten``'s structures of ``name`` on the two sides ``where`` says."""
         if before != after:
@@ -166,12 +165,12 @@ class ControlFlowMixin:
                        f"{describe_structure(after)} {where[1]}; a tuple must keep its structure "
                        "(length, nesting and compile-time elements) through runtime control flow")
 
-    def loop_carried(self, names: list[str]) -> "Carried":
+    def loop_carried(self, names: list[str]) -> Carried:
         """The variables ``names`` as a runtime loop carries them (numbers made tensors)."""
         leaves, shapes = self.split_carried([self.frame.scope[n] for n in names], names)
         return Carried(names, shapes, [n for n, _ in leaves], [self.as_carried(v, n) for n, v in leaves])
 
-    def bind_results(self, op: ir.Op, carried: "Carried", scope: dict) -> dict:
+    def bind_results(self, op: ir.Op, carried: Carried, scope: dict) -> dict:
         """``scope`` updated with the ``carried`` variables rebuilt from ``op``'s results (one per leaf)."""
         for leaf, result in zip(carried.leaf_names, op.results):
             result.name = None if leaf.startswith("$") else leaf
@@ -351,7 +350,7 @@ class ControlFlowMixin:
         """Names the loop body assigns that are defined before the loop."""
         return [n for n in assigned_names(body) if n in self.frame.scope]
 
-    def walk_loop_body(self, block: ir.Block, carried: "Carried", stmts: list, extra: dict) -> None:
+    def walk_loop_body(self, block: ir.Block, carried: Carried, stmts: list, extra: dict) -> None:
         """Walk ``stmts`` into ``block`` with ``carried``'s leaves as its arguments; yield their new values."""
         before = self.frame.scope
         args = [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(carried.leaf_names, carried.inits)]
@@ -390,7 +389,7 @@ class ControlFlowMixin:
         op = self.builder.create(ir.While, inits=[t.handle for t in carried.inits], before=before, after=after)
         self.frame.scope = self.bind_results(op, carried, self.frame.scope)
 
-    def while_condition(self, block: ir.Block, carried: "Carried", test: ast.expr):
+    def while_condition(self, block: ir.Block, carried: Carried, test: ast.expr):
         """Fill the ``before`` region; None when the condition is a compile-time false (no loop)."""
         args = [block.add_arg(t.handle.type, n) for n, t in zip(carried.leaf_names, carried.inits)]
         saved = self.frame.scope

@@ -16,15 +16,14 @@ leaf arguments (``tuple_args.py``).
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Union
 
-import dataclasses
-
+from tilec.frontend.common import is_const_annotation
 from tilec.ir.types import PointerType
-import tilec.language as tl
 from tilec.launch.args import UNALIGNED_SPECS, UNSPECIALIZED_SPECS, KernelArg, classify_arg, without_specialization
 from tilec.launch.tuple_args import check_distinct_names, classify_tuple
 
@@ -61,14 +60,6 @@ def kernel_params(signature: inspect.Signature, constexprs: frozenset[str], kern
     return [KernelParam(i, p.name, p.annotation, p.default, p.name in constexprs, p.name in plain,
                         p.name in plain or p.name in unaligned, is_const_annotation(p.annotation))
             for i, p in enumerate(signature.parameters.values())]
-
-
-def is_const_annotation(ann: Any) -> bool:
-    """``x: tl.const``, or its name as a string (``"tl.const"``, ``"triton.language.const"``; see
-    ``frontend.common.is_constexpr_annotation`` for why a string may be quoted twice)."""
-    if isinstance(ann, str):
-        return ann.strip().strip("'\"").strip().rsplit(".", 1)[-1] == "const"
-    return ann is tl.const
 
 
 def _named(given: Optional[Iterable[Union[str, int]]], names: list[str], what: str, kernel: str) -> set[str]:
