@@ -1,10 +1,11 @@
 """Tuples in kernels against numpy (the interpreter; every kernel is also
 compiled for sm_80/sm_90 by ``gpu_compile_check``): tuple kernel arguments
-nested and mixing arrays, ints, floats, None and constexprs; tuples built,
-indexed, unpacked, iterated, passed to and returned from ``@jit`` helpers,
-carried through ``for``/``while`` loops and merged across runtime ``if``s;
-one variant per tuple structure and per element specialization; the errors
-for a tuple whose structure changes; ``tl.tuple`` and ``tl.tuple_type``."""
+nested, named and mixing arrays, ints, floats, None, constexprs and ``@jit``
+functions; tuples built (named tuples too), indexed, unpacked, iterated,
+passed to and returned from ``@jit`` helpers, carried through ``for``/``while``
+loops and merged across runtime ``if``s; one variant per tuple structure and
+per element specialization; the errors for a tuple whose structure changes;
+``tl.tuple`` and ``tl.tuple_type``."""
 from __future__ import annotations
 
 import re
@@ -136,6 +137,34 @@ def test_named_tuple_arguments_and_a_constexpr_tuple(n, stride, scale):
     want = np.zeros(B * 2, np.float32)
     want[0:2 * n:2] = src[0:stride * n:stride] * scale
     np.testing.assert_array_equal(dst, want)
+
+
+class Closure(NamedTuple):
+    fn: object
+    captured: tuple
+
+
+@tilec.jit
+def scale_by(x, a_ptr, shift):
+    return x * tl.load(a_ptr) + shift
+
+
+@tilec.jit
+def closure_kernel(f: Closure, x_ptr, y_ptr, n, B: tl.constexpr):
+    """A named tuple holding a @jit function and its extra arguments; a named tuple built in the kernel."""
+    offs = tl.arange(0, B)
+    src = Strided(ptr=x_ptr, n=n, stride=1)
+    x = tl.load(src.ptr + offs * src.stride, mask=offs < src.n, other=0.0)
+    tl.store(y_ptr + offs, f.fn(x, *f.captured), mask=offs < src.n)
+
+
+@PROPERTY
+@given(n=st.integers(0, B), a=st.integers(-4, 4), shift=st.integers(-4, 4))
+def test_a_named_tuple_carries_a_jit_function_and_is_built_in_a_kernel(n, a, shift):
+    x, y = np.arange(B, dtype=np.float32), np.zeros(B, np.float32)
+    closure_kernel[(1,)](Closure(scale_by, (np.full(1, a, np.float32), shift)), x, y, n, B=B)
+    np.testing.assert_array_equal(y[:n], x[:n] * a + shift)
+    assert not y[n:].any()
 
 
 @tilec.jit

@@ -60,6 +60,21 @@ def add_key(kernel, n: int = 64, num_warps: int = 4, target: str = "host", **con
     return cache.kernel_key(kernel.fn, plan.args, plan.options, target)
 
 
+def test_a_jit_function_passed_as_a_constexpr_is_stored(disk_cache):
+    """Its key holds the JITFunction class, which is no kernel to fingerprint."""
+    @tilec.jit
+    def twice(x):
+        return x * 2
+
+    @tilec.jit
+    def apply(out, f: tl.constexpr):
+        tl.store(out, f(3))
+
+    out = np.zeros(1, np.int32)
+    apply[(1,)](out, twice)
+    assert out[0] == 6 and cache.STATS["stored"] == 1
+
+
 # --- where, and whether ----------------------------------------------------------
 def test_a_tuple_kernel_is_stored_and_loaded(disk_cache):
     """A tuple argument's leaves are the IR's arguments, by name: the stored IR reads back as the variant's."""

@@ -15,6 +15,7 @@ from typing import Any, NoReturn, Optional
 import tilec.language as tl
 from tilec.frontend import semantic, tl_ops
 from tilec.frontend.common import bind_arguments, is_compile_time, is_constexpr_annotation, is_tensor, unwrap, walkable_source
+from tilec.frontend.tuples import is_named_tuple_class
 from tilec.language.core import ConstexprFunction
 
 # Python builtins a kernel may call on compile-time values, with the advice
@@ -108,6 +109,8 @@ class CallsMixin:
             return self.inline_jit(fn, args, kwargs)
         if isinstance(fn, ConstexprFunction):
             return self.call_constexpr_function(fn, args, kwargs)
+        if is_named_tuple_class(fn):  # `Point(x=a, y=b)`: a tuple of any values, as `(a, b)` is
+            return self.fold(fn, *args, **kwargs)
         if self.is_python_callable(fn):
             return unwrap(self.call_python(fn, args, kwargs))
         self.error(self.cannot_call(fn))

@@ -1,7 +1,8 @@
 """Tuples in the front end.  Inside a kernel a tuple is a Python tuple of
-front-end values (tensors, numbers, None, dtypes, nested tuples): indexing,
-unpacking, ``len`` and unrolled iteration are Python's own.  Two places
-need more, and this module is both:
+front-end values (tensors, numbers, None, dtypes, nested tuples), or a named
+tuple (a kernel may call a named tuple class to build one): indexing,
+unpacking, ``len``, fields and unrolled iteration are Python's own.  Two
+places need more, and this module is both:
 
 * a tuple **kernel argument** arrives flattened: the launch layer
   (``launch/tuple_args.py``) passes each leaf as an argument of its own and
@@ -25,9 +26,14 @@ def make_tuple(kind: Optional[type], values: list) -> tuple:
     return tuple(values) if kind is None else kind(*values)
 
 
+def is_named_tuple_class(cls: Any) -> bool:
+    """A ``NamedTuple`` / ``collections.namedtuple`` class (a kernel may call one to build a tuple)."""
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
 def named_kind(value: tuple) -> Optional[type]:
     """A named tuple's class (rebuilt as such, so that ``t.field`` works); None for any other tuple."""
-    return type(value) if hasattr(type(value), "_fields") else None
+    return type(value) if is_named_tuple_class(type(value)) else None
 
 
 @dataclass(frozen=True)

@@ -246,7 +246,7 @@ def stable_token(value: Any) -> Any:
         return (type(value).__name__, sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items)
     if isinstance(value, dict):
         return ("dict", sorted(((repr(stable_token(k)), stable_token(v)) for k, v in value.items())))
-    if getattr(value, "is_tilec_jit", False):
+    if getattr(value, "is_tilec_jit", False) and not isinstance(value, type):  # a kernel, not the JITFunction class
         return ("jit", source_fingerprint(value.fn))
     if getattr(value, "__tilec_builtin__", False):  # a tl stub: made by a factory, its source is its siblings'
         return ("builtin", f"{value.__module__}.{value.__qualname__}")
