@@ -172,7 +172,7 @@ def build_kernel(out_ptr, a, b):
     """Tuples built in the kernel: ``tl.tuple``, slices, negative indexes, ``+``, unpacking."""
     t = tl.tuple([a, b, a + b])
     u = t[1:] + (t[-3],)
-    tl.static_assert(len(u) == 3)
+    tl.static_assert(len(u) == 3 and isinstance(u, tl.tuple))
     tl.static_assert(tl.tuple((1, 2)) == (1, 2))
     tl.static_assert(tl.tuple((1, 2)).type == tl.tuple_type([tl.constexpr_type(1), tl.constexpr_type(2)]))
     x, y, z = u

@@ -709,7 +709,14 @@ class slice:
         self.start, self.stop, self.step = start, stop, step
 
 
-class tuple(_py.tuple):
+class _AnyTuple(type):
+    """``isinstance(t, tl.tuple)`` holds for every tuple: in a kernel ``(a, b)`` is as much one."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, _py.tuple)
+
+
+class tuple(_py.tuple, metaclass=_AnyTuple):
     """A tuple of kernel values, as Triton's ``tl.tuple``: ``tl.tuple([a, b])``
     is ``(a, b)``.  Inside a kernel every tuple is a compile-time structure of
     values (tensors, numbers, None, dtypes, other tuples): index it with
