@@ -208,10 +208,11 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         """Raise ``CompilationError`` at ``node`` (default: the node being visited).
 
         Callers often report a ``TypingError`` or ``TypeError`` they caught, whose
-        text is already in ``msg``: ``from None`` keeps Python from printing it
-        twice as "During handling of the above exception...".
+        text is already in ``msg``: the error, its own cause (see
+        ``CompilationError``), keeps Python from printing it twice as "During
+        handling of the above exception...".
         """
-        raise self.make_error(msg, node) from None
+        raise self.make_error(msg, node)
 
     def make_error(self, msg: str, node: Optional[ast.AST] = None) -> CompilationError:
         node = node or self.node
@@ -464,8 +465,9 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def check_tensor_index(self, index: Any) -> None:
         for item in index if isinstance(index, tuple) else (index,):
             if item is not None and not (isinstance(item, slice) and item == slice(None)):
-                self.error("a tensor can only be indexed with `:` and `None` (x[:, None], x[None, :]); "
-                           "to pick elements use tl.where, tl.reshape/tl.split, or load them again")
+                self.error(f"unsupported tensor index {item!r}: a tensor can only be indexed with `:` and `None` "
+                           "(x[:, None], x[None, :]); to pick elements use tl.where, tl.reshape/tl.split, or load "
+                           "them again")
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> str:
         """An f-string of compile-time values (for static_print/device_print/static_assert messages)."""

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Optional, Sequence
 
 from tilec.environment import check_enabled
+from tilec.errors import LaunchOptionError
 from tilec.ir.core import Function
 from tilec.ir.printer import print_function
 from tilec.launch.args import KernelArg
@@ -51,19 +52,19 @@ class Options:
         for name in ("num_warps", "num_stages", "num_ctas"):
             _check_positive_int(name, getattr(self, name))
         if self.num_warps & (self.num_warps - 1):
-            raise ValueError(f"num_warps must be a power of two, got {self.num_warps}")
+            raise LaunchOptionError(f"num_warps must be a power of 2 (1, 2, 4, 8, ...), got {self.num_warps}")
         if self.num_ctas != 1:
-            raise ValueError(f"num_ctas={self.num_ctas}: thread-block clusters are not supported yet; "
+            raise LaunchOptionError(f"num_ctas={self.num_ctas}: thread-block clusters are not supported yet; "
                              "launch with num_ctas=1")
         if self.maxnreg is not None:
             _check_positive_int("maxnreg", self.maxnreg)
         if not isinstance(self.enable_fp_fusion, bool):
-            raise ValueError(f"enable_fp_fusion must be True or False, got {self.enable_fp_fusion!r}")
+            raise LaunchOptionError(f"enable_fp_fusion must be True or False, got {self.enable_fp_fusion!r}")
 
 
 def _check_positive_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+        raise LaunchOptionError(f"{name} must be a positive int, got {value!r}")
 
 
 #: Every code option by name, with its default (``Options``' fields).
