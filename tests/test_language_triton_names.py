@@ -1,7 +1,11 @@
 """Small names of Triton 3.6's ``triton.language`` (issue 17): ``tl.bitonic_merge``
-against numpy (the network on any input, a sort on a bitonic one), on the
-host interpreter and compiled for sm_90 (ptxas included)."""
+against numpy (the network on any input, a sort on a bitonic one);
+``tl.target_info`` and ``tl.extra.cuda``'s ``num_warps``/``num_threads``,
+which answer for the variant's target and launch.  On the host interpreter
+and compiled for NVIDIA archs (ptxas included where installed)."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -77,3 +81,56 @@ def test_bitonic_merge_along_another_dim_is_refused():
 def test_bitonic_merge_compiles_for_sm_90():
     f32 = np.zeros(128, np.float32)
     assert "cubin" in bitonic_merge_kernel.compile(f32, f32, M=4, N=32, DESCENDING=True, target="sm_90").asm
+
+
+# --------------------------------------------------------------------------- #
+# tl.target_info and tl.extra.cuda.num_warps / num_threads: the compile target's facts
+# --------------------------------------------------------------------------- #
+
+@tilec.jit
+def target_facts_kernel(out_ptr):
+    tl.store(out_ptr, tl.extra.cuda.num_warps())
+    tl.store(out_ptr + 1, tl.extra.cuda.num_threads())
+    tl.store(out_ptr + 2, tl.target_info.is_cuda())
+    tl.store(out_ptr + 3, tl.target_info.cuda_capability_geq(9))
+    tl.store(out_ptr + 4, tl.target_info.cuda_capability_geq(8, 6))
+    tl.store(out_ptr + 5, tl.target_info.is_hip() or tl.target_info.is_hip_cdna3() or tl.target_info.is_hip_cdna4())
+    tl.store(out_ptr + 6, tl.target_info.current_target().warp_size)
+    if tl.target_info.current_target().backend == "cuda":  # folded: one branch is compiled
+        tl.store(out_ptr + 7, tl.target_info.current_target().arch)
+    else:
+        tl.store(out_ptr + 7, -1)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_the_host_interpreter_is_no_gpu_and_counts_the_launchs_warps(num_warps):
+    out = np.zeros(8, np.int32)
+    target_facts_kernel[(1,)](out, num_warps=num_warps)
+    np.testing.assert_array_equal(out, [num_warps, 32 * num_warps, 0, 0, 0, 0, 32, -1])
+
+
+def constants(compiled) -> list[int]:
+    """The values the optimized IR stores, in order (every store here stores a constant)."""
+    text = compiled.asm["tir-opt"]
+    return [int(v) for v in re.findall(r"constant \{value = (-?\d+)", text)]
+
+
+@pytest.mark.parametrize("arch,facts", [
+    ("sm_80", {"cuda": 1, "geq_9_0": 0, "geq_8_6": 0, "arch": 80}),
+    ("sm_86", {"cuda": 1, "geq_9_0": 0, "geq_8_6": 1, "arch": 86}),
+    ("sm_90", {"cuda": 1, "geq_9_0": 1, "geq_8_6": 1, "arch": 90}),
+    ("sm_90a", {"cuda": 1, "geq_9_0": 1, "geq_8_6": 1, "arch": 90}),
+])
+def test_an_nvidia_compile_answers_for_its_arch(arch, facts):
+    """The variant's target, not the machine's: compiled for sm_80 on any host, it answers for sm_80."""
+    out = np.zeros(8, np.int32)
+    compiled = target_facts_kernel.compile(out, target=arch, num_warps=2)
+    assert "cubin" in compiled.asm or "ptx" in compiled.asm
+    stored = [2, 64, facts["cuda"], facts["geq_9_0"], facts["geq_8_6"], 0, 32, facts["arch"]]
+    assert all(v in constants(compiled) for v in stored), (stored, constants(compiled))
+    assert -1 not in constants(compiled)
+
+
+def test_target_info_outside_a_kernel_says_it_is_a_kernel_builtin():
+    with pytest.raises(RuntimeError, match="inside a @tilec.jit kernel"):
+        tl.target_info.is_cuda()

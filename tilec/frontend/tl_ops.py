@@ -392,5 +392,5 @@ def _next_power_of_2(ctx, n):
 
 # The other tl_* modules register their functions on import.
 from tilec.frontend import (  # noqa: E402,F401
-    tl_compat, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape,
+    tl_compat, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape, tl_target,
 )

@@ -147,12 +147,14 @@ class CompiledKernel:
 def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
     """Build, check and optimize the IR of ``pyfn`` specialized for ``args``,
     then run the stages of ``target``'s backend."""
-    from tilec.ast_parse import build_ir  # the front end pulls in the whole language: load it on first compile
+    # the front end pulls in the whole language: load it on first compile
+    from tilec.ast_parse import CompileTarget, build_ir
 
     from tilec.opt import optimize
 
     specs = tuple(_arg_spec(a) for a in args)
-    built = build_ir(pyfn, list(specs))
+    where = CompileTarget(*backend_for(target).language_target(target), num_warps=options.num_warps)
+    built = build_ir(pyfn, list(specs), target=where)
     check_ir(built)
     compiled = CompiledKernel(built.name, built, specs, options, target, {"tir": print_function(built)})
     dump_stage(compiled, "tir")

@@ -48,6 +48,10 @@ class NvidiaBackend(Backend):
     def target(self, name: str) -> Target:
         return nvptx_target(name)
 
+    def language_target(self, name: str) -> tuple[str, Any, int]:
+        """CUDA with the compute capability as an int (``sm_90a`` -> 90), as Triton's driver says."""
+        return ("cuda", int(name.removeprefix("sm_").rstrip("a")), self.target(name).warp_size)
+
     def toolchain(self, target: str) -> tuple:
         """LLVM (llvmlite's version) and the ptxas and libdevice files found (no
         subprocess), so installing ptxas, say, is not answered with a cached

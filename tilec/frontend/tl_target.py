@@ -1,0 +1,56 @@
+"""What a kernel may ask about its target at compile time: ``tl.target_info``
+and ``tl.extra.cuda.num_warps``/``num_threads``.  Each answers from
+``ctx.target`` (``ast_parse.CompileTarget``: the variant's target and
+``num_warps``) with a compile-time value, so ``if tl.target_info.is_cuda():``
+keeps one branch."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from tilec import language as tl
+from tilec.frontend.tl_ops import const_int, implements
+
+#: ``tl.target_info.current_target()``: Triton's ``GPUTarget`` fields.
+GPUTarget = namedtuple("GPUTarget", "backend arch warp_size")
+
+
+@implements(tl.target_info.current_target)
+def _current_target(ctx):
+    return GPUTarget(ctx.target.backend, ctx.target.arch, ctx.target.warp_size)
+
+
+@implements(tl.target_info.is_cuda)
+def _is_cuda(ctx):
+    return ctx.target.backend == "cuda"
+
+
+@implements(tl.target_info.cuda_capability_geq)
+def _cuda_capability_geq(ctx, major, minor):
+    wanted = 10 * const_int(major, "the major of `tl.target_info.cuda_capability_geq`") + const_int(
+        minor, "the minor of `tl.target_info.cuda_capability_geq`")
+    return ctx.target.backend == "cuda" and ctx.target.arch >= wanted
+
+
+@implements(tl.target_info.is_hip)
+def _is_hip(ctx):
+    return ctx.target.backend == "hip"
+
+
+@implements(tl.target_info.is_hip_cdna3)
+def _is_hip_cdna3(ctx):
+    return ctx.target.backend == "hip" and ctx.target.arch == "gfx942"
+
+
+@implements(tl.target_info.is_hip_cdna4)
+def _is_hip_cdna4(ctx):
+    return ctx.target.backend == "hip" and ctx.target.arch == "gfx950"
+
+
+@implements(tl.extra.cuda.num_warps)
+def _num_warps(ctx):
+    return ctx.target.num_warps
+
+
+@implements(tl.extra.cuda.num_threads)
+def _num_threads(ctx):
+    return ctx.target.num_warps * ctx.target.warp_size
