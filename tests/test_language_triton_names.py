@@ -134,3 +134,46 @@ def test_an_nvidia_compile_answers_for_its_arch(arch, facts):
 def test_target_info_outside_a_kernel_says_it_is_a_kernel_builtin():
     with pytest.raises(RuntimeError, match="inside a @tilec.jit kernel"):
         tl.target_info.is_cuda()
+
+
+# --------------------------------------------------------------------------- #
+# tl.extra.cuda.smid and globaltimer: read when the kernel runs
+# --------------------------------------------------------------------------- #
+
+@tilec.jit
+def clock_kernel(sm_ptr, t_ptr, N: tl.constexpr):
+    start = tl.extra.cuda.globaltimer()
+    acc = 0.0
+    for i in range(N):
+        acc += i * 0.5
+    end = tl.extra.cuda.globaltimer()  # a second read: never merged with the first
+    pid = tl.program_id(0)
+    tl.store(sm_ptr + pid, tl.extra.cuda.smid())
+    tl.store(t_ptr + 2 * pid, start)
+    tl.store(t_ptr + 2 * pid + 1, end + (acc > 1e30).to(tl.int64))
+
+
+def test_smid_is_0_and_globaltimer_counts_nanoseconds_on_the_host():
+    import time
+
+    sm, t = np.full(4, 7, np.int32), np.zeros(8, np.int64)
+    before = time.time_ns()
+    clock_kernel[(4,)](sm, t, N=64)
+    after = time.time_ns()
+    assert sm.tolist() == [0, 0, 0, 0] and sm.dtype == np.int32
+    starts, ends = t[0::2], t[1::2]
+    assert (before <= starts).all() and (starts <= ends).all() and (ends <= after).all()
+
+
+def test_smid_and_globaltimer_read_the_special_registers_on_nvidia():
+    sm, t = np.zeros(4, np.int32), np.zeros(8, np.int64)
+    compiled = clock_kernel.compile(sm, t, N=64, target="sm_90")
+    assert compiled.asm["tir-opt"].count("global_timer") == 2 and "processor_id" in compiled.asm["tir-opt"]
+    ptx = compiled.asm["ptx"]
+    assert ptx.count("%globaltimer;") == 2 and "%smid;" in ptx
+
+
+def test_the_cpu_target_refuses_the_clock_at_its_line():
+    with pytest.raises(CompilationError, match="the cpu target cannot compile `global_timer` yet") as info:
+        clock_kernel.compile(np.zeros(4, np.int32), np.zeros(8, np.int64), N=4, target="cpu")
+    assert "start = tl.extra.cuda.globaltimer()" in str(info.value) and info.value.file == __file__

@@ -1,13 +1,16 @@
-"""What a kernel may ask about its target at compile time: ``tl.target_info``
-and ``tl.extra.cuda.num_warps``/``num_threads``.  Each answers from
+"""What a kernel may ask about where it runs: ``tl.target_info`` and
+``tl.extra.cuda.num_warps``/``num_threads`` answer at compile time from
 ``ctx.target`` (``ast_parse.CompileTarget``: the variant's target and
-``num_warps``) with a compile-time value, so ``if tl.target_info.is_cuda():``
-keeps one branch."""
+``num_warps``), so ``if tl.target_info.is_cuda():`` keeps one branch;
+``tl.extra.cuda.smid``/``globaltimer`` read the processor's id and the
+clock when the kernel runs (``ir.ProcessorId``, ``ir.GlobalTimer``)."""
 from __future__ import annotations
 
 from collections import namedtuple
 
+from tilec import ir
 from tilec import language as tl
+from tilec.frontend.semantic import emit
 from tilec.frontend.tl_ops import const_int, implements
 
 #: ``tl.target_info.current_target()``: Triton's ``GPUTarget`` fields.
@@ -54,3 +57,13 @@ def _num_warps(ctx):
 @implements(tl.extra.cuda.num_threads)
 def _num_threads(ctx):
     return ctx.target.num_warps * ctx.target.warp_size
+
+
+@implements(tl.extra.cuda.smid)
+def _smid(ctx):
+    return emit(ctx, ir.ProcessorId)
+
+
+@implements(tl.extra.cuda.globaltimer)
+def _globaltimer(ctx):
+    return emit(ctx, ir.GlobalTimer)
