@@ -55,7 +55,7 @@ from tilec.launch.compiler import OPTION_DEFAULTS, CompiledKernel, Options, comp
 from tilec.launch.global_values import GlobalRead, check_globals, read_globals
 from tilec.launch.grid import Grid, grid_dims, normalize_grid
 from tilec.launch.params import kernel_params, spec_tables, unspecialize
-from tilec.targets.registry import HOST_PLACE, Launcher, backend_for, backend_for_place
+from tilec.targets.registry import HOST_PLACE, Launcher, active_driver, backend_for, backend_for_place
 
 #: Triton's launch options that change how a kernel is launched, not its code
 #: (those are ``Options``), with their defaults.  A cooperative grid (blocks
@@ -140,7 +140,11 @@ class JITFunction(KernelInterface):
 
     def warmup(self, *args: Any, grid: Grid = None, **kwargs: Any) -> CompiledKernel:
         """The variant a launch with these arguments runs, compiled (as Triton's
-        ``warmup``: nothing is launched; ``grid`` is accepted and unused)."""
+        ``warmup``: nothing is launched; ``grid`` is accepted and unused).  A
+        torch dtype stands for a tensor of that dtype on the active device
+        (``kernel.warmup(torch.float32, ..., grid=(1,))``, Triton's ``MockTensor``)."""
+        args = tuple(mock_tensor(a) for a in args)
+        kwargs = {name: mock_tensor(value) for name, value in kwargs.items()}
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     @property
@@ -371,6 +375,17 @@ def code_options(options: dict, kernel: str) -> Options:
         if not (isinstance(value, bool) or value is default):
             raise ValueError(f"kernel `{kernel}`: {name} must be True or False, got {value!r}")
     return Options(**{n: v for n, v in options.items() if n in OPTION_DEFAULTS})
+
+
+def mock_tensor(value: Any) -> Any:
+    """``value``, or for a torch dtype an empty tensor of it on the active
+    device (``tilec.runtime.driver.active``): it classifies as a pointer of
+    that dtype at address 0, aligned, as Triton's ``MockTensor`` does."""
+    if type(value).__name__ != "dtype" or type(value).__module__ != "torch":
+        return value
+    import torch
+
+    return torch.empty(0, dtype=value, device=active_driver().get_active_torch_device())
 
 
 def check_cooperative(compiled: CompiledKernel) -> None:
