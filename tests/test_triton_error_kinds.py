@@ -165,3 +165,15 @@ def test_a_runtime_conditional_expression_of_two_calls_returning_none_runs_one_o
     np.testing.assert_array_equal(out, np.where(cond != 0, a[0], b[0]))
     ptx = store_in_either_branch.compile(cond, a, b, out, target="sm_90").asm["ptx"]
     assert "st.global" in ptx  # LLVM may merge the two stores into one of a selected value
+
+
+def test_a_compile_error_pickles_and_copies_whole():
+    import copy
+    import pickle
+
+    with pytest.raises(CompilationError) as info:
+        program_id_of_axis_20[(1,)](X)
+    for again in (pickle.loads(pickle.dumps(info.value)), copy.copy(info.value)):
+        assert type(again) is CompilationError and str(again) == str(info.value)
+        assert (again.file, again.line, again.kernel) == (info.value.file, info.value.line, "program_id_of_axis_20")
+        assert again.__cause__ is again

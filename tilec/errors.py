@@ -29,6 +29,11 @@ class LocatedError(TilecError):
         quote = quote_source(file, line, col)
         super().__init__(f"{file}:{line}: {message}{in_kernel}" + (f"\n{quote}" if quote else ""))
 
+    def __reduce__(self):
+        """Rebuilt from its fields (``args`` holds the formatted text only): it
+        crosses processes (a pool's compile) and ``copy`` whole."""
+        return type(self), (self.file, self.line, self.col, self.message, self.kernel)
+
 
 class CompilationError(LocatedError):
     """A kernel that cannot be compiled: what is wrong, where, and what to write instead.
