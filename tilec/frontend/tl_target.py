@@ -9,61 +9,63 @@ from __future__ import annotations
 from collections import namedtuple
 
 from tilec import ir
-from tilec import language as tl
 from tilec.frontend.semantic import emit
 from tilec.frontend.tl_ops import const_int, implements
+from tilec.language import target_info
+# Not ``tl.extra.cuda``: a drop-in alias of Triton may have put its own module at ``tl.extra``.
+from tilec.language.extra.cuda import utils as cuda
 
 #: ``tl.target_info.current_target()``: Triton's ``GPUTarget`` fields.
 GPUTarget = namedtuple("GPUTarget", "backend arch warp_size")
 
 
-@implements(tl.target_info.current_target)
+@implements(target_info.current_target)
 def _current_target(ctx):
     return GPUTarget(ctx.target.backend, ctx.target.arch, ctx.target.warp_size)
 
 
-@implements(tl.target_info.is_cuda)
+@implements(target_info.is_cuda)
 def _is_cuda(ctx):
     return ctx.target.backend == "cuda"
 
 
-@implements(tl.target_info.cuda_capability_geq)
+@implements(target_info.cuda_capability_geq)
 def _cuda_capability_geq(ctx, major, minor):
     wanted = 10 * const_int(major, "the major of `tl.target_info.cuda_capability_geq`") + const_int(
         minor, "the minor of `tl.target_info.cuda_capability_geq`")
     return ctx.target.backend == "cuda" and ctx.target.arch >= wanted
 
 
-@implements(tl.target_info.is_hip)
+@implements(target_info.is_hip)
 def _is_hip(ctx):
     return ctx.target.backend == "hip"
 
 
-@implements(tl.target_info.is_hip_cdna3)
+@implements(target_info.is_hip_cdna3)
 def _is_hip_cdna3(ctx):
     return ctx.target.backend == "hip" and ctx.target.arch == "gfx942"
 
 
-@implements(tl.target_info.is_hip_cdna4)
+@implements(target_info.is_hip_cdna4)
 def _is_hip_cdna4(ctx):
     return ctx.target.backend == "hip" and ctx.target.arch == "gfx950"
 
 
-@implements(tl.extra.cuda.num_warps)
+@implements(cuda.num_warps)
 def _num_warps(ctx):
     return ctx.target.num_warps
 
 
-@implements(tl.extra.cuda.num_threads)
+@implements(cuda.num_threads)
 def _num_threads(ctx):
     return ctx.target.num_warps * ctx.target.warp_size
 
 
-@implements(tl.extra.cuda.smid)
+@implements(cuda.smid)
 def _smid(ctx):
     return emit(ctx, ir.ProcessorId)
 
 
-@implements(tl.extra.cuda.globaltimer)
+@implements(cuda.globaltimer)
 def _globaltimer(ctx):
     return emit(ctx, ir.GlobalTimer)
