@@ -177,3 +177,23 @@ def test_the_cpu_target_refuses_the_clock_at_its_line():
     with pytest.raises(CompilationError, match="the cpu target cannot compile `global_timer` yet") as info:
         clock_kernel.compile(np.zeros(4, np.int32), np.zeros(8, np.int64), N=4, target="cpu")
     assert "start = tl.extra.cuda.globaltimer()" in str(info.value) and info.value.file == __file__
+
+
+def test_the_drop_in_alias_maps_target_info_and_extra_cuda():
+    import importlib
+
+    import tilec.triton_compat as compat
+
+    compat.install()
+    try:
+        target = importlib.import_module("triton.language.target_info")
+        utils = importlib.import_module("triton.language.extra.cuda.utils")
+        cuda = importlib.import_module("triton.language.extra.cuda")
+        assert target is tl.target_info and utils is tl.extra.cuda.utils
+        assert (cuda.num_warps, cuda.num_threads, cuda.smid, cuda.globaltimer) == (
+            utils.num_warps, utils.num_threads, utils.smid, utils.globaltimer)
+    finally:
+        compat.uninstall()
+    out = np.zeros(8, np.int32)
+    target_facts_kernel[(1,)](out, num_warps=2)  # tl.extra is tilec's again
+    assert out[:2].tolist() == [2, 64]
