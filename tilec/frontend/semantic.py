@@ -246,8 +246,7 @@ def computation_type(a: ir.ScalarType, b: ir.ScalarType, a_weak: bool = False, b
         return ir.f32
     if div_or_mod and (a.kind == "uint") != (b.kind == "uint"):
         raise TypingError(f"Cannot use /, // or % with {dtype_name(a)} and {dtype_name(b)} because they have "
-                          "different signedness (Triton's words); cast one of them (x.to(tl.int32) or "
-                          "x.to(tl.uint32))")
+                          "different signedness; cast one of them (x.to(tl.int32) or x.to(tl.uint32))")
     return integer_promote(a, b)
 
 

@@ -3,8 +3,8 @@
 ``gather`` and ``histogram`` are IR ops of their own (``ir.indexing_ops``);
 the rest are built from existing ops: ``flip`` gathers at reversed
 positions, ``sort`` is a bitonic network whose every compare-and-swap step
-gathers each element's partner (``bitonic_merge`` its last stage alone), ``topk`` gathers the head of a descending
-sort, ``cat`` is a join read back one operand after the other, and
+gathers each element's partner (``bitonic_merge`` is its last stage alone),
+``topk`` gathers the head of a descending sort, ``cat`` is a join read back one operand after the other, and
 ``swizzle2d`` is integer arithmetic.
 """
 from __future__ import annotations
@@ -116,7 +116,8 @@ def bitonic_sort(ctx, x: Tensor, descending: bool) -> Tensor:
     pos = _positions(ctx, x.shape, len(x.shape) - 1)
     block = 2
     while block < n:
-        x = _bitonic_merge(ctx, x, pos, block, semantic.compare(ctx, "eq", semantic.binary(ctx, "and", pos, block), 0))
+        ascending = semantic.compare(ctx, "eq", semantic.binary(ctx, "and", pos, block), 0)
+        x = _bitonic_merge(ctx, x, pos, block, ascending)
         block *= 2
     return _bitonic_merge(ctx, x, pos, n, constant(ctx, not descending, ir.i1))
 
