@@ -55,7 +55,7 @@ class Options:
             raise LaunchOptionError(f"num_warps must be a power of 2 (1, 2, 4, 8, ...), got {self.num_warps}")
         if self.num_ctas != 1:
             raise LaunchOptionError(f"num_ctas={self.num_ctas}: thread-block clusters are not supported yet; "
-                             "launch with num_ctas=1")
+                                    "launch with num_ctas=1")
         if self.maxnreg is not None:
             _check_positive_int("maxnreg", self.maxnreg)
         if not isinstance(self.enable_fp_fusion, bool):
