@@ -28,6 +28,8 @@ MEMORY = """\
 func @copy(%x_ptr: ptr<f32> {divisibility = 16}, %y_ptr: ptr<f32>, %n: i32 {divisibility = 16, note = "x"}) {
   %pid = program_id {axis = 0} : i32
   %npid = num_programs {axis = 2} : i32
+  %sm = processor_id : i32
+  %now = global_timer : i64
   %offs = arange {start = 0, end = 128} : tile<128xi32>
   %block = constant {value = 128, type = i32} : i32
   %base = mul %pid, %block : i32

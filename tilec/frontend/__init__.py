@@ -18,7 +18,9 @@ goes; the modules here are the rest of it:
   ``tl_shape.py`` (shapes), ``tl_reduce.py`` (reductions, scans, ``dot``),
   ``tl_random.py`` (Philox random numbers), ``tl_indexing.py`` (gather, flip,
   cat, sort, topk, histogram, swizzle2d), ``tl_operators.py``
-  (``tl.add``/``sub``/``mul``) and ``tl_compat.py`` (``assume``,
+  (``tl.add``/``sub``/``mul``), ``tl_target.py`` (``tl.target_info``,
+  ``tl.extra.cuda.num_warps``/``num_threads``: the compile target's facts)
+  and ``tl_compat.py`` (``assume``,
   ``dot_scaled``: kept for Triton compatibility) hold the rest;
 * ``common.py``: what those share: a function's source checked for the
   walk, argument binding, and how front-end values are told apart;

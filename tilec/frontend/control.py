@@ -176,15 +176,18 @@ class ControlFlowMixin:
                            f"{b.handle.type} in the else-branch; both branches must give it the same type")
         return self.builder.create(ir.If, cond=cond, then_body=then[0], else_body=other[0])
 
-    def runtime_if_expr(self, cond: semantic.Tensor, body: ast.expr, orelse: ast.expr) -> semantic.Tensor:
-        """``x if c else y`` with a runtime ``c``: an ``if`` yielding one value."""
+    def runtime_if_expr(self, cond: semantic.Tensor, body: ast.expr, orelse: ast.expr) -> Any:
+        """``x if c else y`` with a runtime ``c``: an ``if`` yielding one value, or
+        none where both branches give the same constant, which is then the value
+        (``tl.store(p, a) if c else tl.store(p, b)`` is None, as in Triton)."""
         branches = []
         for expr in (body, orelse):
             block = ir.Block()
             with self.builder.at(block):
                 branches.append((block, {VALUE_SLOT: self.visit(expr)}))
-        op = self.build_if(semantic.truth(self, cond), *branches, [VALUE_SLOT])
-        return semantic.Tensor(op.result)
+        same, names = self.merge_branches(branches[0][1], branches[1][1])
+        op = self.build_if(semantic.truth(self, cond), *branches, names)
+        return semantic.Tensor(op.result) if names else same[VALUE_SLOT]
 
     # --- for -------------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:

@@ -245,8 +245,8 @@ def computation_type(a: ir.ScalarType, b: ir.ScalarType, a_weak: bool = False, b
     if ir.bf16 in (a, b):
         return ir.f32
     if div_or_mod and (a.kind == "uint") != (b.kind == "uint"):
-        raise TypingError(f"cannot use /, // or % with {dtype_name(a)} and {dtype_name(b)}: their signedness "
-                          "differs; cast one of them (x.to(tl.int32) or x.to(tl.uint32))")
+        raise TypingError(f"Cannot use /, // or % with {dtype_name(a)} and {dtype_name(b)} because they have "
+                          "different signedness; cast one of them (x.to(tl.int32) or x.to(tl.uint32))")
     return integer_promote(a, b)
 
 
@@ -464,8 +464,8 @@ def _integer_operands(ctx, lhs, rhs, symbol: str) -> tuple[Tensor, Tensor]:
     """``operands`` for the bitwise ops and shifts, which refuse floats and pointers."""
     a, b = operands(ctx, lhs, rhs, symbol)
     if not a.elem.is_int:
-        raise TypingError(f"`{symbol}` needs integer or boolean operands, got {describe(lhs)} and "
-                          f"{describe(rhs)}")
+        raise TypingError(f"invalid operands of type {describe(lhs)} and {describe(rhs)} for `{symbol}`: "
+                          "it needs integer or boolean operands")
     return a, b
 
 
@@ -598,8 +598,8 @@ def subscript(ctx, x, index) -> Any:
         return x[index]
     items = index if isinstance(index, tuple) else (index,)
     if any(not (it is None or _is_full_slice(it)) for it in items):
-        raise TypingError("tiles can only be indexed with None and ':' (as x[:, None]); "
-                          "to pick elements, use tl.where with a mask, or a reduction")
+        raise TypingError(f"unsupported tensor index {index!r}: tiles can only be indexed with None and ':' "
+                          "(as x[:, None]); to pick elements, use tl.where with a mask, or a reduction")
     for pos, it in enumerate(items):
         if it is None:
             if pos > len(x.shape):

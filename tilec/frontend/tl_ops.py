@@ -138,7 +138,11 @@ def one_of(value, allowed: tuple, what: str):
 # --------------------------------------------------------------------------- #
 
 def _grid_axis(axis, fname: str) -> int:
-    return one_of(const_int(axis, f"the axis of `{fname}`"), (0, 1, 2), f"the axis of `{fname}`")
+    """The constexpr grid axis of ``fname`` (0, 1 or 2); the message holds Triton's words."""
+    n = const_int(axis, f"the axis of `{fname}`")
+    if n not in (0, 1, 2):
+        raise TypingError(f"`{fname}`: {fname.removeprefix('tl.')} axis must be 0, 1, or 2 but got {n}")
+    return n
 
 
 @implements(tl.program_id)
@@ -388,5 +392,5 @@ def _next_power_of_2(ctx, n):
 
 # The other tl_* modules register their functions on import.
 from tilec.frontend import (  # noqa: E402,F401
-    tl_compat, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape,
+    tl_compat, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape, tl_target,
 )

@@ -40,6 +40,7 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
+from tilec.errors import ArgumentOverflowError
 from tilec.ir.types import PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64, u8, u16, u32, u64
 from tilec.launch.dlpack import dlpack_address_and_dtype
 
@@ -181,7 +182,7 @@ def _int_type(value: int, where: str) -> ScalarType:
         return i64
     if 2**63 <= value < 2**64:
         return u64
-    raise ValueError(f"{where}: integer {value} does not fit in 64 bits")
+    raise ArgumentOverflowError(f"{where}: integer {value} does not fit in 64 bits (int64 or uint64)")
 
 
 def _float_arg(name: str, value: float, where: str) -> KernelArg:

@@ -22,10 +22,12 @@ ALIASES = {
     "triton.language.math": "tilec.language.math",
     "triton.language.random": "tilec.language.random",
     "triton.language.standard": "tilec.language.standard",
+    "triton.language.target_info": "tilec.language.target_info",
     "triton.language.extra": "tilec.language.extra",
     "triton.language.extra.libdevice": "tilec.language.extra.libdevice",
     "triton.language.extra.cuda": "tilec.language.extra.cuda",
     "triton.language.extra.cuda.libdevice": "tilec.language.extra.cuda.libdevice",
+    "triton.language.extra.cuda.utils": "tilec.language.extra.cuda.utils",
     "triton.runtime.driver": "tilec.runtime.driver",
 }
 
@@ -62,9 +64,9 @@ EXPORTS: dict[str, dict[str, str]] = {
 # answer a missing name with ``missing``'s message too).
 SUBMODULES = {
     "triton": ("language", "runtime", "compiler", "testing"),
-    "triton.language": ("extra",),
+    "triton.language": ("extra", "target_info"),
     "triton.language.extra": ("cuda", "libdevice"),
-    "triton.language.extra.cuda": ("libdevice",),
+    "triton.language.extra.cuda": ("libdevice", "utils"),
     "triton.runtime": ("jit", "autotuner", "errors", "driver"),
     "triton.compiler": ("errors",),
 }

@@ -11,8 +11,9 @@ LLVM's ``device`` scope (``fence.acq_rel.gpu``), ``cta`` is ``block``;
 ``sys`` is the whole system, which also orders against the host and other
 GPUs, on every try of every spinning program.
 
-The math library is libdevice (``NvidiaMath``); the tensor-core and
-asynchronous-copy rules come from ``mma.py`` and ``async_copy.py``.
+The math library is libdevice (``NvidiaMath``); the tensor-core,
+asynchronous-copy and other special-register rules come from ``mma.py``,
+``async_copy.py`` and ``special_registers.py``.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from tilec.codegen_llvm.debug import GENERIC, string_constant
 from tilec.codegen_llvm.kernel import I32, I64, Ctx
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call
 from tilec.codegen_llvm.scalar_math import library
-from tilec.backends.nvidia import async_copy, mma
+from tilec.backends.nvidia import async_copy, mma, special_registers
 from tilec.backends.nvidia.libdevice import LIBDEVICE_PREFIX
 from tilec.backends.nvidia.target import launch_bounds_attrs
 
@@ -61,7 +62,7 @@ class NvidiaLowering(TargetLowering):
     maxnreg: Optional[int] = None
 
     name = "NVIDIA"
-    rules = {**mma.RULES, **async_copy.RULES}
+    rules = {**mma.RULES, **async_copy.RULES, **special_registers.RULES}
     math = NvidiaMath()
     calling_convention = "ptx_kernel"
     shared_address_space = SHARED_SPACE
