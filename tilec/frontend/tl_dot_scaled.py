@@ -91,7 +91,9 @@ def _is_int_of(t: ir.ElemType, bits: int) -> bool:
 
 
 def _operand_bits(ctx, value, fmt: str, side: str) -> Tensor:
-    """The operand as ``uint8`` codes (minifloats) or its 16-bit float type."""
+    """The operand as ``uint8`` codes (minifloats: any 8-bit element type is
+    read as its bytes) or as its 16-bit float type (given as such or as 16-bit
+    integer bits, as Triton bitcasts a ``uint16`` operand)."""
     x = to_tensor(ctx, value)
     if len(x.shape) not in (2, 3):
         raise TypingError(f"{FNAME}: {side} must be a 2-D (or batched 3-D) tile, got {describe(x)}")
