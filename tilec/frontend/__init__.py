@@ -19,9 +19,10 @@ goes; the modules here are the rest of it:
   ``tl_random.py`` (Philox random numbers), ``tl_indexing.py`` (gather, flip,
   cat, sort, topk, histogram, swizzle2d), ``tl_operators.py``
   (``tl.add``/``sub``/``mul``), ``tl_target.py`` (``tl.target_info``,
-  ``tl.extra.cuda.num_warps``/``num_threads``: the compile target's facts)
-  and ``tl_compat.py`` (``assume``,
-  ``dot_scaled``: kept for Triton compatibility) hold the rest;
+  ``tl.extra.cuda.num_warps``/``num_threads``: the compile target's facts),
+  ``tl_dot_scaled.py`` (``dot_scaled``, decoded to bf16/fp16 and scaled
+  before a ``dot``) and ``tl_compat.py`` (``assume``: kept for Triton
+  compatibility) hold the rest;
 * ``common.py``: what those share: a function's source checked for the
   walk, argument binding, and how front-end values are told apart;
 * ``source.py``: a Python function's source, file, lines and syntax tree,

@@ -10,8 +10,8 @@ the user's line through ``ctx.error``.
 
 This file holds the registry, argument helpers, program geometry, tile
 creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_libdevice``,
-``tl_shape``, ``tl_reduce``, ``tl_random``, ``tl_indexing``, ``tl_operators`` and
-``tl_compat`` hold the rest.
+``tl_shape``, ``tl_reduce``, ``tl_random``, ``tl_indexing``, ``tl_operators``,
+``tl_dot_scaled`` and ``tl_compat`` hold the rest.
 """
 from __future__ import annotations
 
@@ -392,5 +392,6 @@ def _next_power_of_2(ctx, n):
 
 # The other tl_* modules register their functions on import.
 from tilec.frontend import (  # noqa: E402,F401
-    tl_compat, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape, tl_target,
+    tl_compat, tl_dot_scaled, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape,
+    tl_target,
 )
