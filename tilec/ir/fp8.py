@@ -20,8 +20,9 @@ saturates: a finite value beyond the largest finite one gives that one
 rounding toward zero keeps the infinity of ``f8e5``; NaN gives the format's
 canonical NaN (``0x7f``, positive; ``0x80`` for ``fnuz``); a negative value
 that rounds to zero gives ``-0`` (``+0`` for ``fnuz``).  This is Triton 3.6
-on sm_90 for ``float8e4nv``/``float8e5`` (NVIDIA's ``cvt.rn.satfinite``);
-docs/internals.md says where it comes from and where Triton differs.
+on Hopper GPUs for ``float8e4nv``/``float8e5`` (NVIDIA's saturating
+conversion instructions); docs/internals.md says where it comes from and
+where Triton differs.
 A conversion from a format (``decode``) is exact: every fp8 value is a
 float16, bfloat16 and float32 value.
 

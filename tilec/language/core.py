@@ -279,8 +279,8 @@ int1 = dtype("int1")
 int8, int16, int32, int64 = (dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, bfloat16, float32, float64 = (dtype(n) for n in ("fp16", "bf16", "fp32", "fp64"))
-# The 8-bit floats (formats: docs/language.md): OCP E4M3FN and E5M2 (NVIDIA's,
-# sm_89 and later), E4M3 with bias 15, and AMD's E4M3FNUZ and E5M2FNUZ.
+# The 8-bit floats (formats: docs/language.md): OCP E4M3FN and E5M2 (NVIDIA's
+# from Ada and Hopper on), E4M3 with bias 15, and AMD's E4M3FNUZ and E5M2FNUZ.
 float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16 = (
     dtype(n) for n in ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16"))
 pi32_t = pointer_type(int32)  # Triton's name for a pointer to int32
