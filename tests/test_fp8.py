@@ -403,3 +403,14 @@ def test_torch_fp8_tensors_are_fp8_pointers(torch_name, name):
     copy_kernel[(1,)](x, z, BLOCK=BLOCK)
     assert copy_kernel.plan((x, z), {"BLOCK": BLOCK}).args[0].type.elem == tilec.ir.ScalarType("f" + name[2:])
     np.testing.assert_array_equal(z.view(torch.uint8).numpy() & 0x7F, PATTERNS & 0x7F)
+
+
+@tilec.jit
+def print_kernel(x_ptr, FP8: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 4)).to(FP8, bitcast=True)
+    tl.device_print("x", x)
+
+
+def test_device_print_shows_the_values(capfd):
+    print_kernel[(1,)](np.array([0x38, 0x3C, 0xC0, 0x7C], np.uint8), FP8=tl.float8e5)
+    assert "x: [ 0.5  1.  -2.   inf]" in capfd.readouterr().out
