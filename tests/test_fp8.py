@@ -414,3 +414,25 @@ def print_kernel(x_ptr, FP8: tl.constexpr):
 def test_device_print_shows_the_values(capfd):
     print_kernel[(1,)](np.array([0x38, 0x3C, 0xC0, 0x7C], np.uint8), FP8=tl.float8e5)
     assert "x: [ 0.5  1.  -2.   inf]" in capfd.readouterr().out
+
+
+@tilec.jit
+def widen_kernel(x_ptr, z_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(z_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reinterpret_passes_bytes_as_fp8(name):
+    """``tilec.reinterpret`` (Triton's): any fp8 type, float8e4b15 included, from uint8 or int8 data."""
+    z = np.zeros(256, np.float32)
+    widen_kernel[(1,)](tilec.reinterpret(PATTERNS.view(np.int8), FORMATS[name][0]), z, BLOCK=BLOCK)
+    same_floats(z, ref_decode(name).astype(np.float32))
+    wrapper = tilec.reinterpret(PATTERNS, FORMATS[name][0])
+    assert tilec.reinterpret(wrapper, PATTERNS.dtype) is PATTERNS and wrapper.shape == (256,)
+
+
+def test_reinterpret_needs_the_same_width():
+    with pytest.raises(TypeError, match="cannot reinterpret f32 data as tl.float8e5: the element widths must match"):
+        widen_kernel[(1,)](tilec.reinterpret(np.zeros(4, np.float32), tl.float8e5), np.zeros(4, np.float32),
+                           BLOCK=4)

@@ -24,7 +24,8 @@ it, the value the launcher passes, and where its memory lives.
   view (torch's ``float8_e4m3fn``, ``float8_e5m2``, ``float8_e4m3fnuz`` and
   ``float8_e5m2fnuz`` are Triton's ``float8e4nv``, ``float8e5``,
   ``float8e4b8`` and ``float8e5b16``); the IR type says what they hold.  A
-  numpy ``uint8`` array stays ``uint8``.
+  numpy ``uint8`` array stays ``uint8``.  ``reinterpret(x, dtype)``'s
+  wrapper is ``x`` with its element type replaced by ``dtype``'s (same width).
 
 ``SPECS`` is the launch fast path's cheap twin of ``classify_arg``: per exact
 type, a function from a value to its ``dispatch_key`` and the value a launch
@@ -47,6 +48,7 @@ import numpy as np
 from tilec.ir.types import (PointerType, ScalarType, Type, bf16, f8e4b8, f8e4nv, f8e5, f8e5b16, f16, f32, f64, i1, i8, i16,
                              i32, i64, u8, u16, u32, u64)
 from tilec.launch.dlpack import dlpack_address_and_dtype
+from tilec.launch.reinterpret import TensorWrapper
 
 DIVISIBLE_16 = (("divisibility", 16),)
 
@@ -296,7 +298,24 @@ def _dlpack_arg(name: str, value: Any, where: str) -> KernelArg:
                         place, int(device_index))
 
 
-_ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg)
+def _wrapper_arg(name: str, w: TensorWrapper, where: str) -> KernelArg:
+    """``reinterpret``'s wrapper: its base's pointer to ``w.dtype``'s elements."""
+    from tilec.frontend.semantic import TypingError, to_ir_type  # what dtype means to the front end
+    make = next((make for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS and accepts(w.base)), None)
+    if make is None:
+        raise TypeError(f"{where}: reinterpret wraps an array, not {type(w.base).__name__}")
+    arg = make(name, w.base, where)
+    try:
+        elem = to_ir_type(w.dtype)
+    except TypingError as e:
+        raise TypeError(f"{where}: {e}") from None
+    if not isinstance(elem, ScalarType) or elem.bytes != arg.type.elem.bytes or elem.is_bool:
+        raise TypeError(f"{where}: cannot reinterpret {arg.type.elem} data as {w.dtype!r}: "
+                        "the element widths must match")
+    return KernelArg(name, _pointer_to(elem), arg.value, arg.attrs, arg.place, arg.device)
+
+
+_ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg, _wrapper_arg)
 
 # Exact types that decide their classification alone (duck-typed arrays never
 # do: one JAX type holds host and device arrays); everything else goes down
@@ -314,6 +333,7 @@ _CLASSIFIERS: list[tuple[Callable[[Any], bool], Callable[[str, Any, str], Kernel
     (lambda v: isinstance(v, int), _int_arg),
     (lambda v: isinstance(v, float), _float_arg),
     (lambda v: isinstance(v, np.ndarray), _numpy_arg),
+    (lambda v: isinstance(v, TensorWrapper), _wrapper_arg),
     (_is_torch_tensor, _torch_arg),
     (lambda v: hasattr(v, "__cuda_array_interface__"), _cuda_array_arg),
     (lambda v: hasattr(v, "__dlpack_device__"), _dlpack_arg),
