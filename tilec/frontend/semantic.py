@@ -146,18 +146,18 @@ def _is_fp8_value(v) -> bool:
 
 def _fp8_math(ctx, cls: type, fields: dict) -> Tensor:
     """An elementwise op on fp8 operands, which the IR computes only in
-    wider floats: ``abs`` clears the sign bit (``fp8_abs``); every other op
+    wider floats: ``abs`` clears the sign bit (``_fp8_abs``); every other op
     computes in float32 and a float result is rounded back once (to nearest
     even) to the operands' fp8 type, which Triton's typing gives it."""
     fp8 = next(ir.elem_type(v.type) for v in fields.values() if _is_fp8_value(v))
     if cls is ir.Abs:
-        return fp8_abs(ctx, Tensor(fields["src"]))
+        return _fp8_abs(ctx, Tensor(fields["src"]))
     wide = {name: cast_to(ctx, Tensor(v), ir.f32).handle if _is_fp8_value(v) else v for name, v in fields.items()}
     result = emit(ctx, cls, **wide)
     return cast_to(ctx, result, fp8) if result.elem == ir.f32 else result
 
 
-def fp8_abs(ctx, x: Tensor) -> Tensor:
+def _fp8_abs(ctx, x: Tensor) -> Tensor:
     """``|x|`` of an fp8 tile: its sign bit cleared (Triton's); the one NaN of
     a format without negative zero (``0x80``) stays NaN."""
     bits = bitcast_to(ctx, x, ir.u8)

@@ -165,7 +165,8 @@ def cast(x: np.ndarray, src, dst, rounding: str = "rtne") -> np.ndarray:
     Anything -> ``i1`` is ``x != 0`` (as Triton); float -> int truncates and
     saturates (NaN -> 0); ints wrap on narrowing and extend by the source's
     signedness; floats round to nearest even (or toward zero with
-    ``rounding="rtz"``); pointers and ints exchange addresses.
+    ``rounding="rtz"``), to an fp8 type saturating (``fp8.encode``);
+    pointers and ints exchange addresses.
     """
     if isinstance(dst, ScalarType) and dst.is_bool:
         return x != 0
