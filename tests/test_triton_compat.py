@@ -124,7 +124,7 @@ def test_libdevice_modules_are_tilecs():
     ("from triton import knobs", "triton.knobs"),
     ("triton.set_allocator", "triton.set_allocator"),
     ("import triton.language.extra.hip", "triton.language.extra.hip"),
-    ("from triton.runtime.jit import TensorWrapper", "triton.runtime.jit.TensorWrapper"),
+    ("from triton.runtime.jit import MockTensor", "triton.runtime.jit.MockTensor"),
     ("from triton.compiler.compiler import ASTSource", "triton.compiler.compiler"),
     ("triton.runtime.driver.driver.active.utils.no_such", None),
     ("triton.testing.perf_report", "triton.testing.perf_report"),

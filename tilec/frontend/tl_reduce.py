@@ -302,15 +302,25 @@ def _dot_acc(ctx, acc, shape: tuple, ret: ir.ScalarType) -> Tensor:
     return c
 
 
+def _fp8_as_f16(ctx, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Two fp8 operands (of any fp8 types, as Triton allows) as float16,
+    which holds every fp8 value: their products then accumulate in float32
+    (or ``out_dtype``) as Triton's fp8 dot does, on the existing paths."""
+    if all(isinstance(x.elem, ir.ScalarType) and x.elem.is_fp8 for x in (a, b)):
+        return cast_to(ctx, a, ir.f16), cast_to(ctx, b, ir.f16)
+    return a, b
+
+
 @implements(tl.dot)
 def _dot(ctx, input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype):
-    a, b = to_tensor(ctx, input), to_tensor(ctx, other)
+    a, b = _fp8_as_f16(ctx, to_tensor(ctx, input), to_tensor(ctx, other))
     _check_dot_shapes(a, b)
     if a.elem != b.elem:
         raise TypingError(f"`tl.dot` operands must share a dtype, got {describe(a)} and {describe(b)}; "
                           "cast one with .to()")
     if a.elem not in _DOT_INPUTS:
-        raise TypingError(f"`tl.dot` takes int8, float16, bfloat16, float32 or float64 tiles, got {describe(a)}")
+        raise TypingError(f"`tl.dot` takes int8, fp8, float16, bfloat16, float32 or float64 tiles, got "
+                          f"{describe(a)}")
     precision = _dot_precision(a.elem, input_precision, allow_tf32)
     c = _dot_acc(ctx, acc, a.shape[:-1] + b.shape[-1:], _dot_result_type(a.elem, out_dtype))
     return emit(ctx, ir.Dot, a=a.handle, b=b.handle, acc=c.handle, input_precision=precision)

@@ -31,13 +31,16 @@ class dtype:
     _INFO = {
         "int1": (1, "bool"), "int8": (8, "int"), "int16": (16, "int"), "int32": (32, "int"),
         "int64": (64, "int"), "uint8": (8, "uint"), "uint16": (16, "uint"), "uint32": (32, "uint"),
-        "uint64": (64, "uint"), "fp16": (16, "float"), "bf16": (16, "float"), "fp32": (32, "float"),
-        "fp64": (64, "float"),
+        "uint64": (64, "uint"), "fp8e4b15": (8, "float"), "fp8e4nv": (8, "float"), "fp8e4b8": (8, "float"),
+        "fp8e5": (8, "float"), "fp8e5b16": (8, "float"), "fp16": (16, "float"), "bf16": (16, "float"),
+        "fp32": (32, "float"), "fp64": (64, "float"),
     }
     # Triton's fp_mantissa_width: which float keeps more precision.
-    _MANTISSA = {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+    _MANTISSA = {"fp8e4b15": 3, "fp8e4nv": 3, "fp8e4b8": 3, "fp8e5": 2, "fp8e5b16": 2,
+                 "fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
     # Triton's exponent_bias of each float type.
-    _EXPONENT_BIAS = {"fp16": 15, "bf16": 127, "fp32": 127, "fp64": 1023}
+    _EXPONENT_BIAS = {"fp8e4b15": 15, "fp8e4nv": 7, "fp8e4b8": 8, "fp8e5": 15, "fp8e5b16": 16,
+                      "fp16": 15, "bf16": 127, "fp32": 127, "fp64": 1023}
 
     # Triton's lists of type names, by kind (``int1`` counts as unsigned, as in Triton).
     SINT_TYPES = [n for n, (_, kind) in _INFO.items() if kind == "int"]
@@ -188,12 +191,14 @@ class dtype:
         return f"tl.{self.codegen_name()}"
 
 
-_LONG_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+_LONG_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+               **{n: "float" + n[2:] for n in dtype.FP_TYPES if n.startswith("fp8")}}
 
 
 def _add_name_tests() -> None:
-    """Triton's ``is_int8()``, ``is_uint32()``, ``is_int1()``...: one test per integer type name."""
-    for name in dtype.SINT_TYPES + dtype.UINT_TYPES:
+    """Triton's ``is_int8()``, ``is_uint32()``, ``is_int1()``, ``is_fp8e4nv()``...:
+    one test per integer and fp8 type name."""
+    for name in dtype.SINT_TYPES + dtype.UINT_TYPES + [n for n in dtype.FP_TYPES if n.startswith("fp8")]:
         setattr(dtype, f"is_{name}", lambda self, name=name: self.name == name)
 
 
@@ -274,6 +279,10 @@ int1 = dtype("int1")
 int8, int16, int32, int64 = (dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, bfloat16, float32, float64 = (dtype(n) for n in ("fp16", "bf16", "fp32", "fp64"))
+# The 8-bit floats (formats: docs/language.md): OCP E4M3FN and E5M2 (NVIDIA's
+# from Ada and Hopper on), E4M3 with bias 15, and AMD's E4M3FNUZ and E5M2FNUZ.
+float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16 = (
+    dtype(n) for n in ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16"))
 pi32_t = pointer_type(int32)  # Triton's name for a pointer to int32
 
 # The most elements a tile may hold: a larger one is a compile error (as in Triton).

@@ -20,7 +20,12 @@ it, the value the launcher passes, and where its memory lives.
   A DLPack array's address and dtype are read from its capsule (``dlpack.py``).
   A pointer whose address is 16-byte aligned carries
   ``("divisibility", 16)``.  bf16 host memory is passed as an ``int16`` view
-  of the same bytes (numpy has no bf16); the IR type says it is bf16.
+  of the same bytes (numpy has no bf16), fp8 host memory as a ``uint8``
+  view (torch's ``float8_e4m3fn``, ``float8_e5m2``, ``float8_e4m3fnuz`` and
+  ``float8_e5m2fnuz`` are Triton's ``float8e4nv``, ``float8e5``,
+  ``float8e4b8`` and ``float8e5b16``); the IR type says what they hold.  A
+  numpy ``uint8`` array stays ``uint8``.  ``reinterpret(x, dtype)``'s
+  wrapper is ``x`` with its element type replaced by ``dtype``'s (same width).
 
 ``SPECS`` is the launch fast path's cheap twin of ``classify_arg``: per exact
 type, a function from a value to its ``dispatch_key`` and the value a launch
@@ -41,8 +46,10 @@ from typing import Any, Callable, Hashable, Optional
 import numpy as np
 
 from tilec.errors import ArgumentOverflowError
-from tilec.ir.types import PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64, u8, u16, u32, u64
+from tilec.ir.types import (PointerType, ScalarType, Type, bf16, f8e4b8, f8e4nv, f8e5, f8e5b16, f16, f32, f64, i1, i8, i16,
+                             i32, i64, u8, u16, u32, u64)
 from tilec.launch.dlpack import dlpack_address_and_dtype
+from tilec.launch.reinterpret import TensorWrapper
 
 DIVISIBLE_16 = (("divisibility", 16),)
 
@@ -51,8 +58,11 @@ ELEM_TYPES = {
     "bool": i1, "int8": i8, "int16": i16, "int32": i32, "int64": i64,
     "uint8": u8, "uint16": u16, "uint32": u32, "uint64": u64,
     "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
+    "float8_e4m3fn": f8e4nv, "float8_e5m2": f8e5, "float8_e4m3fnuz": f8e4b8, "float8_e5m2fnuz": f8e5b16,
 }
-_NUMPY_SCALAR = {t: np.dtype(n).type for n, t in ELEM_TYPES.items() if n != "bfloat16"}
+# The numpy dtype holding the bytes of an element type numpy lacks (bf16, fp8).
+_HOST_VIEWS = {bf16: np.int16, f8e4nv: np.uint8, f8e5: np.uint8, f8e4b8: np.uint8, f8e5b16: np.uint8}
+_NUMPY_SCALAR = {t: np.dtype(n).type for n, t in ELEM_TYPES.items() if t not in _HOST_VIEWS}
 
 # DLPack device types (dlpack.h): where a ``__dlpack_device__`` array lives.
 _DLPACK_PLACES = {1: "host", 2: "cuda", 10: "rocm"}
@@ -234,8 +244,9 @@ def _elem_type(dtype_name: str, where: str) -> ScalarType:
 
 def _numpy_arg(name: str, a: np.ndarray, where: str) -> KernelArg:
     t = _elem_type_of(a.dtype, _dtype_name, where)
-    memory = a.view(np.int16) if t == bf16 else a  # ml_dtypes bf16: same bytes, a dtype numpy knows
+    memory = a.view(_HOST_VIEWS[t]) if t in _HOST_VIEWS else a  # ml_dtypes: same bytes, a dtype numpy knows
     return _pointer_arg(name, t, memory, a.__array_interface__["data"][0], "host")
+
 
 
 def _pointer_arg(name: str, elem: ScalarType, value: Any, address: int, place: str,
@@ -259,7 +270,8 @@ def _torch_arg(name: str, t: Any, where: str) -> KernelArg:
         address = t.data_ptr()
         return _pointer_arg(name, elem, address, address, t.device.type, t.device.index)
     t = t.detach()
-    host = (t.view(sys.modules["torch"].int16) if elem == bf16 else t).numpy()  # shares t's memory
+    view = _HOST_VIEWS.get(elem)
+    host = (t.view(getattr(sys.modules["torch"], np.dtype(view).name)) if view else t).numpy()  # shares t's memory
     return _pointer_arg(name, elem, host, t.data_ptr(), "host")
 
 
@@ -287,7 +299,24 @@ def _dlpack_arg(name: str, value: Any, where: str) -> KernelArg:
                         place, int(device_index))
 
 
-_ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg)
+def _wrapper_arg(name: str, w: TensorWrapper, where: str) -> KernelArg:
+    """``reinterpret``'s wrapper: its base's pointer to ``w.dtype``'s elements."""
+    from tilec.frontend.semantic import TypingError, to_ir_type  # what dtype means to the front end
+    make = next((make for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS and accepts(w.base)), None)
+    if make is None:
+        raise TypeError(f"{where}: reinterpret wraps an array, not {type(w.base).__name__}")
+    arg = make(name, w.base, where)
+    try:
+        elem = to_ir_type(w.dtype)
+    except TypingError as e:
+        raise TypeError(f"{where}: {e}") from None
+    if not isinstance(elem, ScalarType) or elem.bytes != arg.type.elem.bytes or elem.is_bool:
+        raise TypeError(f"{where}: cannot reinterpret {arg.type.elem} data as {w.dtype!r}: "
+                        "the element widths must match")
+    return KernelArg(name, _pointer_to(elem), arg.value, arg.attrs, arg.place, arg.device)
+
+
+_ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg, _wrapper_arg)
 
 # Exact types that decide their classification alone (duck-typed arrays never
 # do: one JAX type holds host and device arrays); everything else goes down
@@ -305,6 +334,7 @@ _CLASSIFIERS: list[tuple[Callable[[Any], bool], Callable[[str, Any, str], Kernel
     (lambda v: isinstance(v, int), _int_arg),
     (lambda v: isinstance(v, float), _float_arg),
     (lambda v: isinstance(v, np.ndarray), _numpy_arg),
+    (lambda v: isinstance(v, TensorWrapper), _wrapper_arg),
     (_is_torch_tensor, _torch_arg),
     (lambda v: hasattr(v, "__cuda_array_interface__"), _cuda_array_arg),
     (lambda v: hasattr(v, "__dlpack_device__"), _dlpack_arg),

@@ -39,6 +39,7 @@ EXPORTS: dict[str, dict[str, str]] = {
         "next_power_of_2": "tilec:next_power_of_2", "CompilationError": "tilec:CompilationError",
         "OutOfResources": "tilec:OutOfResources", "TritonError": "tilec:TilecError",
         "KernelInterface": "tilec.runtime:KernelInterface", "__version__": "tilec.triton_compat.names:TRITON_VERSION",
+        "reinterpret": "tilec:reinterpret", "TensorWrapper": "tilec:TensorWrapper",
     },
     "triton.runtime": {
         "JITFunction": "tilec:JITFunction", "Autotuner": "tilec.launch.autotune:Autotuner",
@@ -47,7 +48,8 @@ EXPORTS: dict[str, dict[str, str]] = {
         "OutOfResources": "tilec:OutOfResources", "KernelInterface": "tilec.runtime:KernelInterface",
     },
     "triton.runtime.jit": {"JITFunction": "tilec:JITFunction", "jit": "tilec:jit",
-                           "KernelInterface": "tilec.runtime:KernelInterface"},
+                           "KernelInterface": "tilec.runtime:KernelInterface", "reinterpret": "tilec:reinterpret",
+                           "TensorWrapper": "tilec:TensorWrapper"},
     "triton.runtime.autotuner": {
         "Autotuner": "tilec.launch.autotune:Autotuner", "Heuristics": "tilec.launch.autotune:Heuristics",
         "Config": "tilec:Config", "autotune": "tilec:autotune", "heuristics": "tilec:heuristics",
