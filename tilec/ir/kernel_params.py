@@ -44,3 +44,8 @@ class DescriptorParam:
 
     def __str__(self) -> str:
         return f"tensordesc<{self.pointer.elem}[{', '.join(map(str, self.block_shape))}], {self.padding}>"
+
+
+def ir_arguments(name: str, t: object) -> list[tuple[str, Type]]:
+    """(IR argument name, type) of each argument a kernel parameter of type ``t`` becomes."""
+    return t.arguments(name) if isinstance(t, DescriptorParam) else [(name, t)]
