@@ -158,9 +158,10 @@ def block_access(ctx, base: Tensor, shape: tuple, strides: tuple, offsets: tuple
 
 
 def _along(ctx, x: Tensor, d: int, rank: int) -> Tensor:
-    """A 1-D tile as dimension ``d`` of a rank-``rank`` tile (size 1 in the others)."""
-    shape = tuple(x.shape[0] if i == d else 1 for i in range(rank))
-    return x if rank == 1 else emit(ctx, ir.Reshape, src=x.handle, shape=shape)
+    """A 1-D tile as dimension ``d`` of a rank-``rank`` tile (size 1 in the others), made
+    as ``x[None, :, None]`` is: the optimizer follows a range through new axes, not
+    through a reshape, and a range it follows is what vector accesses are made of."""
+    return semantic.subscript(ctx, x, tuple(slice(None) if i == d else None for i in range(rank)))
 
 
 def padding_value(ctx, padding: str, elem: ir.ScalarType, shape: tuple, what: str) -> Tensor:
