@@ -6,8 +6,10 @@ source, compiled once by Triton and once by tilec, on the same inputs.
   ``test_language_block_pointers.block_pointer_matmul``): the same f16
   results within the rounding of two f32 accumulation orders;
 * a copy through tensor descriptors, made in the kernel and passed from the
-  host (``TensorDescriptor.from_tensor``), at offsets that straddle the edges
-  and go negative: the same bits.
+  host (``TensorDescriptor.from_tensor``), at offsets that straddle the far
+  edges: the same bits.  Offsets stay 16-byte aligned along the rows and
+  non-negative: Triton 3.6 on the H100 stops with an illegal instruction at
+  a negative one (tilec reads the padding there: the host tests check it).
 
 Needs a CUDA GPU, torch and Triton (Triton's in-kernel descriptors need its
 allocator: set here)."""
@@ -71,7 +73,7 @@ def test_block_pointer_matmul_matches_triton(torch, triton, m, n, k):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
-@pytest.mark.parametrize("om,on", [(0, 0), (-3, 5), (7, -16)])
+@pytest.mark.parametrize("om,on", [(0, 0), (3, 32), (16, 0)])
 def test_descriptor_copy_matches_triton(torch, triton, dtype, om, on):
     m, n = 45, 72
     t = getattr(torch, dtype)
@@ -86,7 +88,7 @@ def test_descriptor_copy_matches_triton(torch, triton, dtype, om, on):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("om,on", [(0, 0), (-5, 3)])
+@pytest.mark.parametrize("om,on", [(0, 0), (5, 16)])
 def test_host_descriptor_copy_matches_triton(torch, triton, om, on):
     from triton.tools.tensor_descriptor import TensorDescriptor as TritonDescriptor
 
