@@ -37,6 +37,8 @@ from tilec.frontend.calls import PY_NAMES, CallsMixin, tl_equivalent
 from tilec.frontend.common import is_compile_time, is_constexpr_annotation, is_tensor, unwrap, walkable_source
 from tilec.frontend.source import FunctionSource, closure_values
 from tilec.frontend.control import RETURN_SLOT, ControlFlowMixin, normalize_returns
+from tilec.frontend import tl_tensor_descriptors
+from tilec.ir.kernel_params import DescriptorParam
 from tilec.errors import CompilationError, TilecError
 
 __all__ = ["ArgSpec", "CodeGenerator", "CompileTarget", "FunctionSource", "build_ir"]
@@ -189,6 +191,8 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         or, for an int argument equal to 1 (specialised away, as Triton does), an int32
         constant: typed as the argument is for every other value, so that its promotions,
         ``.to`` and ``.dtype`` do not change when it happens to be 1."""
+        if isinstance(spec.type, DescriptorParam):  # a host tensor descriptor: several IR arguments
+            return tl_tensor_descriptors.kernel_argument(self, fn, spec.name, spec.type, spec.attrs)
         if spec.type is not None:
             return self.add_kernel_arg(fn, spec)
         if type(spec.value) is int and not is_constexpr_annotation(param.annotation):

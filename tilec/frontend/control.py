@@ -11,6 +11,10 @@
   ``ir.While`` the same way.
 * A carried or yielded value keeps its type, or the user gets an error that
   names the variable and both types (Triton's rule).
+* A block pointer or tensor descriptor (an ``aggregates.Aggregate``) is carried
+  as its runtime parts and built again after the statement (``_Slot``): a loop
+  carries the parts that may move (a block pointer's offsets), a branch the
+  parts its two sides give different values.
 
 ``normalize_returns`` rewrites ``if c: ...; return`` + rest into
 ``if c: ... else: rest`` before the walk, so the IR needs no return op;
@@ -20,11 +24,13 @@ from __future__ import annotations
 
 import ast
 import builtins as py
+from dataclasses import dataclass
 from typing import Any
 
 import tilec.language as tl
 from tilec import ir
 from tilec.frontend import semantic
+from tilec.frontend.aggregates import Aggregate
 from tilec.frontend.common import is_tensor
 
 RETURN_SLOT = "$return"  # the value returned so far (a name no Python variable can have)
@@ -85,6 +91,34 @@ def _same_constant(a: Any, b: Any) -> bool:
     return isinstance(a, constant) and type(a) is type(b) and a == b
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """One variable runtime control flow carries: ``template``, its value on entry
+    (before a loop, in the then-branch), and for each of the template's parts
+    whether it travels as an IR value (a tensor or number is one part, carried)."""
+
+    name: str
+    template: Any
+    carried: tuple
+
+    @staticmethod
+    def of(name: str, template: Any, carried: Any = None) -> "_Slot":
+        """A slot for ``template``; an aggregate carries ``carried`` (default: its moving parts)."""
+        if not isinstance(template, Aggregate):
+            return _Slot(name, template, (True,))
+        return _Slot(name, template, template.moving_parts() if carried is None else tuple(carried))
+
+    def part_names(self) -> list[str]:
+        return [self.name] * sum(self.carried)
+
+    def rebuild(self, tensors) -> Any:
+        """The slot's value over the carried ``tensors`` (an iterator, consumed)."""
+        if not isinstance(self.template, Aggregate):
+            return next(tensors)
+        parts = self.template.parts()
+        return self.template.with_parts(tuple(next(tensors) if c else p for p, c in zip(parts, self.carried)))
+
+
 class ControlFlowMixin:
     """The ``if``/``for``/``while`` visitors of ``CodeGenerator`` (see the module docstring)."""
 
@@ -98,19 +132,49 @@ class ControlFlowMixin:
         self.error(f"{_describe(name)} holds a compile-time {type(value).__name__} ({value!r}) that would change "
                    "inside runtime control flow; only tensors and numbers can")
 
-    def yield_values(self, values: list[Any], names: list[str]) -> list[semantic.Tensor]:
+    def carried_tensors(self, slots: list[_Slot], values: list[Any]) -> list[semantic.Tensor]:
+        """The tensors that carry ``values`` (one per slot): numbers become tensors, an
+        aggregate gives its carried parts once it is checked against the slot's template."""
+        out = []
+        for slot, value in zip(slots, values):
+            if isinstance(slot.template, Aggregate) or isinstance(value, Aggregate):
+                out.extend(self.aggregate_parts(slot, value))
+            else:
+                out.append(self.as_carried(value, slot.name))
+        return out
+
+    def aggregate_parts(self, slot: _Slot, value: Any) -> list[semantic.Tensor]:
+        """The carried parts of ``value``, which must be an aggregate of the template's
+        kind whose other parts are the template's own (see the module doc)."""
+        template = slot.template
+        if not (isinstance(template, Aggregate) and template.same_kind(value)):
+            what = [v.describe() if isinstance(v, Aggregate) else self.describe(v) for v in (template, value)]
+            self.error(f"{_describe(slot.name)} is {what[0]} on one path but {what[1]} on another; runtime "
+                       "control flow needs it to be the same kind of value on every path")
+        parts = value.parts()
+        if any(p is not t for p, t, c in zip(parts, template.parts(), slot.carried) if not c):
+            self.error(f"{_describe(slot.name)} is {template.describe()} that runtime control flow carries by "
+                       f"its moving parts only, but it is rebuilt inside the loop; {template.loop_advice}")
+        return [p for p, c in zip(parts, slot.carried) if c]
+
+    @staticmethod
+    def rebuild(slots: list[_Slot], tensors: list) -> dict[str, Any]:
+        """Each slot's value over the carried ``tensors``, by name."""
+        it = iter(tensors)
+        return {slot.name: slot.rebuild(it) for slot in slots}
+
+    def yield_values(self, slots: list[_Slot], values: list[Any]) -> list[semantic.Tensor]:
         """Append ``yield values`` to the current block (numbers become tensors there)."""
-        tensors = [self.as_carried(v, n) for v, n in zip(values, names)]
+        tensors = self.carried_tensors(slots, values)
         self.builder.create(ir.Yield, values=[t.handle for t in tensors])
         return tensors
 
-    def bind_results(self, op: ir.Op, names: list[str], scope: dict) -> dict:
+    def bind_results(self, op: ir.Op, slots: list[_Slot], scope: dict) -> dict:
         """``scope`` updated with ``op``'s results, named after the variables they become."""
-        out = dict(scope)
+        names = [n for slot in slots for n in slot.part_names()]
         for name, result in zip(names, op.results):
             result.name = None if name.startswith("$") else name
-            out[name] = semantic.Tensor(result)
-        return out
+        return {**scope, **self.rebuild(slots, [semantic.Tensor(r) for r in op.results])}
 
     def forget_names(self, inner: dict, where: str, before: str) -> None:
         """Remember why the names ``inner`` (a branch's or a loop body's scope) assigned
@@ -135,8 +199,9 @@ class ControlFlowMixin:
         then_block, then_scope = self.walk_branch(then_stmts, before)
         else_block, else_scope = self.walk_branch(else_stmts, before)
         merged, names = self.merge_branches(then_scope, else_scope)
-        op = self.build_if(cond, (then_block, then_scope), (else_block, else_scope), names)
-        self.frame.scope = self.bind_results(op, names, {**before, **merged})
+        slots = self.branch_slots(names, then_scope, else_scope)
+        op = self.build_if(cond, (then_block, then_scope), (else_block, else_scope), slots)
+        self.frame.scope = self.bind_results(op, slots, {**before, **merged})
         for scope in (then_scope, else_scope):
             self.forget_names(scope, "in only one branch of the runtime `if`", "the `if` (or in both branches)")
 
@@ -164,13 +229,27 @@ class ControlFlowMixin:
                 differ.append(name)
         return same, differ
 
-    def build_if(self, cond: ir.Value, then: tuple, other: tuple, names: list[str]) -> ir.Op:
-        """Close both branch blocks with yields of ``names`` (same types) and append the ``if``."""
+    @staticmethod
+    def branch_slots(names: list[str], then_scope: dict, else_scope: dict) -> list[_Slot]:
+        """The slots of the names two branches give different values: an aggregate
+        carries the parts that differ (a branch that only moves a block pointer
+        yields its offsets)."""
+        slots = []
+        for name in names:
+            a, b = then_scope[name], else_scope[name]
+            differ = None
+            if isinstance(a, Aggregate) and isinstance(b, Aggregate) and a.same_kind(b):
+                differ = [p is not q for p, q in zip(a.parts(), b.parts())]
+            slots.append(_Slot.of(name, a, differ))
+        return slots
+
+    def build_if(self, cond: ir.Value, then: tuple, other: tuple, slots: list[_Slot]) -> ir.Op:
+        """Close both branch blocks with yields of ``slots`` (same types) and append the ``if``."""
         yielded = []
         for block, scope in (then, other):
             with self.builder.at(block):
-                yielded.append(self.yield_values([scope[n] for n in names], names))
-        for name, a, b in zip(names, *yielded):
+                yielded.append(self.yield_values(slots, [scope[s.name] for s in slots]))
+        for name, a, b in zip([n for s in slots for n in s.part_names()], *yielded):
             if a.handle.type != b.handle.type:
                 self.error(f"{_describe(name)} has type {a.handle.type} in the then-branch but "
                            f"{b.handle.type} in the else-branch; both branches must give it the same type")
@@ -186,8 +265,9 @@ class ControlFlowMixin:
             with self.builder.at(block):
                 branches.append((block, {VALUE_SLOT: self.visit(expr)}))
         same, names = self.merge_branches(branches[0][1], branches[1][1])
-        op = self.build_if(semantic.truth(self, cond), *branches, names)
-        return semantic.Tensor(op.result) if names else same[VALUE_SLOT]
+        slots = self.branch_slots(names, branches[0][1], branches[1][1])
+        op = self.build_if(semantic.truth(self, cond), *branches, slots)
+        return self.bind_results(op, slots, {})[VALUE_SLOT] if names else same[VALUE_SLOT]
 
     # --- for -------------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
@@ -245,14 +325,14 @@ class ControlFlowMixin:
             self.error("the variable of a runtime loop must be a single name", node.target)
         lower, upper, step = self.loop_bounds(r)
         var = node.target.id
-        carried = [n for n in self.carried_names(node.body) if n != var]
-        inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
+        slots = self.loop_slots([n for n in self.carried_names(node.body) if n != var])
+        inits = self.carried_tensors(slots, [s.template for s in slots])
         body = ir.Block()
         iv = semantic.Tensor(body.add_arg(lower.type, var))
-        self.walk_loop_body(body, carried, inits, node.body, {var: iv})
+        self.walk_loop_body(body, slots, inits, node.body, {var: iv})
         op = self.builder.create(ir.For, lower=lower, upper=upper, step=step,
                                  inits=[t.handle for t in inits], body=body)
-        self.frame.scope = self.bind_results(op, carried, self.frame.scope)
+        self.frame.scope = self.bind_results(op, slots, self.frame.scope)
 
     def loop_bounds(self, r: tl.range) -> list[ir.Value]:
         """start, end, step as scalar ints of one type: i64 if any is 64-bit, else i32."""
@@ -274,20 +354,27 @@ class ControlFlowMixin:
         """Names the loop body assigns that are defined before the loop."""
         return [n for n in assigned_names(body) if n in self.frame.scope]
 
-    def walk_loop_body(self, block: ir.Block, carried: list[str], inits: list, stmts: list, extra: dict) -> None:
-        """Walk ``stmts`` into ``block`` with ``carried`` as its arguments; yield their new values."""
+    def loop_slots(self, names: list[str]) -> list[_Slot]:
+        return [_Slot.of(n, self.frame.scope[n]) for n in names]
+
+    def block_args(self, block: ir.Block, slots: list[_Slot], inits: list) -> dict[str, Any]:
+        """``block``'s arguments, one per carried tensor, as the slots' values by name."""
+        names = [n for s in slots for n in s.part_names()]
+        return self.rebuild(slots, [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(names, inits)])
+
+    def walk_loop_body(self, block: ir.Block, slots: list[_Slot], inits: list, stmts: list, extra: dict) -> None:
+        """Walk ``stmts`` into ``block`` with the slots as its arguments; yield their new values."""
         before = self.frame.scope
-        args = [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(carried, inits)]
-        self.frame.scope = {**before, **dict(zip(carried, args)), **extra}
+        self.frame.scope = {**before, **self.block_args(block, slots, inits), **extra}
         self.frame.loop_depth += 1
         try:
             with self.builder.at(block):
                 self.visit_block(stmts)
-                new = self.yield_values([self.frame.scope[n] for n in carried], carried)
+                new = self.yield_values(slots, [self.frame.scope[s.name] for s in slots])
         finally:
             self.frame.loop_depth -= 1
             self.frame.scope, body_scope = before, self.frame.scope
-        self.check_carried_types(carried, inits, new)
+        self.check_carried_types([n for s in slots for n in s.part_names()], inits, new)
         self.forget_names(body_scope, "only inside the runtime loop", "the loop (it may run zero times)")
 
     def check_carried_types(self, names: list[str], inits: list, new: list) -> None:
@@ -300,22 +387,22 @@ class ControlFlowMixin:
     # --- while -----------------------------------------------------------------------
     def visit_While(self, node: ast.While) -> None:
         self.check_loop_syntax(node)
-        carried = self.carried_names(node.body)
-        inits = [self.as_carried(self.frame.scope[n], n) for n in carried]
+        slots = self.loop_slots(self.carried_names(node.body))
+        inits = self.carried_tensors(slots, [s.template for s in slots])
         before = ir.Block()
-        cond = self.while_condition(before, carried, inits, node.test)
+        cond = self.while_condition(before, slots, inits, node.test)
         if cond is None:
             return
         after = ir.Block()
-        self.walk_loop_body(after, carried, inits, node.body, {})
+        self.walk_loop_body(after, slots, inits, node.body, {})
         op = self.builder.create(ir.While, inits=[t.handle for t in inits], before=before, after=after)
-        self.frame.scope = self.bind_results(op, carried, self.frame.scope)
+        self.frame.scope = self.bind_results(op, slots, self.frame.scope)
 
-    def while_condition(self, block: ir.Block, carried: list[str], inits: list, test: ast.expr):
+    def while_condition(self, block: ir.Block, slots: list[_Slot], inits: list, test: ast.expr):
         """Fill the ``before`` region; None when the condition is a compile-time false (no loop)."""
-        args = [block.add_arg(t.handle.type, n) for n, t in zip(carried, inits)]
         saved = self.frame.scope
-        self.frame.scope = {**saved, **{n: semantic.Tensor(a) for n, a in zip(carried, args)}}
+        self.frame.scope = {**saved, **self.block_args(block, slots, inits)}
+        args = list(block.args)
         try:
             with self.builder.at(block):
                 cond = self.visit(test)

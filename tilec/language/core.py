@@ -469,7 +469,12 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     false nothing is read and the result is ``other`` (cast to the pointee
     type; undefined if not given).  ``cache_modifier``: "", ".ca", ".cg",
     ".cv"; ``eviction_policy``: "", "evict_first", "evict_last".
-    Block pointers (``boundary_check``, ``padding_option``) are not supported yet.
+
+    ``pointer`` may be a block pointer (``tl.make_block_ptr``): the result is
+    its block, and ``boundary_check`` (dimensions) says which dimensions are
+    checked against the tensor's shape; an element outside them reads
+    ``padding_option`` ("zero", "nan"; "" reads zero too, where Triton leaves
+    it undefined).  A block pointer takes no ``mask`` or ``other``.
     """
 
 
@@ -480,17 +485,81 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     As in Triton, ``value`` is converted to the pointee type with ``tl.cast``
     rules: a float stored through an int pointer is truncated toward zero.
     ``cache_modifier``: "", ".wb", ".cg", ".cs", ".wt".
+
+    Through a block pointer (``tl.make_block_ptr``) ``value`` is its block (a
+    scalar splats); elements outside the dimensions ``boundary_check`` names
+    are not written.  A block pointer takes no ``mask``.
     """
 
 
 @builtin
 def make_block_ptr(base, shape, strides, offsets, block_shape, order):
-    """Block pointers are not supported yet: use a tile of pointers and masks."""
+    """A block pointer: the ``block_shape`` block at ``offsets`` of the tensor
+    at ``base`` of ``shape`` and ``strides`` (in elements).
+
+    ``shape`` and ``strides`` are int64, ``offsets`` int32 (one per dimension,
+    numbers or scalar tensors); ``block_shape`` is constexpr powers of two and
+    ``order`` a permutation of the dimensions (Triton's layout hint, checked
+    and kept).  ``tl.load``/``tl.store`` read and write the block, with
+    ``boundary_check`` guarding the dimensions it names; ``tl.advance`` moves
+    it.  A block pointer is carried through loops and branches like a tensor.
+    """
 
 
 @builtin
 def advance(base, offsets):
-    """Block pointers are not supported yet."""
+    """The block pointer ``base`` moved by ``offsets`` (int32, one per dimension)."""
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A tensor descriptor over the tensor at ``base`` of ``shape`` (int32) and
+    ``strides`` (int64, the last the constant 1), read and written in blocks of
+    ``block_shape`` (constexpr powers of two, 1 to 5 dimensions, at least 16
+    bytes in the last).
+
+    ``desc.load(offsets)`` reads the block at element ``offsets``: outside the
+    tensor it reads ``padding_option`` ("zero", or "nan" for floats).
+    ``desc.store(offsets, value)`` writes the block; elements outside the
+    tensor are not written.  ``desc.atomic_add/min/max/and/or/xor(offsets,
+    value)`` update it atomically the same way.  ``desc.shape``,
+    ``desc.strides``, ``desc.block_shape``, ``desc.dtype`` are Triton's.
+    """
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets):
+    """``desc.load(offsets)``: the block of tensor descriptor ``desc`` at ``offsets``."""
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """``desc.store(offsets, value)``: write ``value`` as the block of ``desc`` at ``offsets``."""
+
+
+class tensor_descriptor:
+    """A tensor descriptor inside a kernel (``tl.make_tensor_descriptor``, or a
+    kernel argument bound to a host ``TensorDescriptor``): see
+    ``make_tensor_descriptor`` for its methods and attributes."""
+
+
+class tensor_descriptor_type:
+    """The type of a tensor descriptor (``desc.type``): its ``block_type`` (element
+    dtype and block shape) and the number of dimensions of its shape and strides."""
+
+    def __init__(self, block_type: "block_type", rank: int):
+        self.block_type = block_type
+        self.rank = rank
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, tensor_descriptor_type) and (self.block_type, self.rank) == (other.block_type,
+                                                                                               other.rank)
+
+    def __hash__(self) -> int:
+        return hash((self.block_type, self.rank))
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor<{self.block_type!r}>"
 
 
 def _atomic_doc(what: str) -> str:

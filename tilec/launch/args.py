@@ -26,6 +26,11 @@ it, the value the launcher passes, and where its memory lives.
   ``float8e4b8`` and ``float8e5b16``); the IR type says what they hold.  A
   numpy ``uint8`` array stays ``uint8``.  ``reinterpret(x, dtype)``'s
   wrapper is ``x`` with its element type replaced by ``dtype``'s (same width).
+* a host tensor descriptor (``tilec.tools.tensor_descriptor.TensorDescriptor``)
+  is one argument of type ``ir.kernel_params.DescriptorParam`` (its block shape
+  and padding select the variant) whose value is the tuple of what the kernel's
+  IR arguments for it take: the base's launch value, the shape (int32) and
+  the strides but the last (int64); ``launch_values`` spreads it out.
 
 ``SPECS`` is the launch fast path's cheap twin of ``classify_arg``: per exact
 type, a function from a value to its ``dispatch_key`` and the value a launch
@@ -41,15 +46,17 @@ from __future__ import annotations
 import functools
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 import numpy as np
 
 from tilec.errors import ArgumentOverflowError
+from tilec.ir.kernel_params import DescriptorParam, ir_arguments
 from tilec.ir.types import (PointerType, ScalarType, Type, bf16, f8e4b8, f8e4nv, f8e5, f8e5b16, f16, f32, f64, i1, i8, i16,
                              i32, i64, u8, u16, u32, u64)
 from tilec.launch.dlpack import dlpack_address_and_dtype
 from tilec.launch.reinterpret import TensorWrapper
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 DIVISIBLE_16 = (("divisibility", 16),)
 
@@ -139,6 +146,18 @@ def without_specialization(a: KernelArg, keep_one: bool) -> KernelArg:
     if a.attrs:
         return KernelArg(a.name, a.type, a.value, (), a.place, a.device)
     return a
+
+
+def launch_values(args: Sequence[KernelArg]) -> list[tuple[str, Any]]:
+    """(IR argument name, launch value) of each argument of the kernel's IR that
+    ``args`` fill, in order: a tensor descriptor fills several, any other one."""
+    out = []
+    for a in args:
+        if isinstance(a.type, DescriptorParam):
+            out.extend(zip((n for n, _ in ir_arguments(a.name, a.type)), a.value))
+        else:
+            out.append((a.name, a.value))
+    return out
 
 
 def is_array(value: Any) -> bool:
@@ -302,7 +321,7 @@ def _dlpack_arg(name: str, value: Any, where: str) -> KernelArg:
 def _wrapper_arg(name: str, w: TensorWrapper, where: str) -> KernelArg:
     """``reinterpret``'s wrapper: its base's pointer to ``w.dtype``'s elements."""
     from tilec.frontend.semantic import TypingError, to_ir_type  # what dtype means to the front end
-    make = next((make for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS and accepts(w.base)), None)
+    make = _array_maker(w.base)
     if make is None:
         raise TypeError(f"{where}: reinterpret wraps an array, not {type(w.base).__name__}")
     arg = make(name, w.base, where)
@@ -318,11 +337,33 @@ def _wrapper_arg(name: str, w: TensorWrapper, where: str) -> KernelArg:
 
 _ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg, _wrapper_arg)
 
+
+def _descriptor_arg(name: str, d: TensorDescriptor, where: str) -> KernelArg:
+    """A host tensor descriptor: its base as an array, its shape and leading strides as
+    the scalars the kernel's IR arguments for it take (see the module doc)."""
+    make = _array_maker(d.base)
+    if make is None:
+        raise TypeError(f"{where}: the base of a TensorDescriptor must be an array, got {type(d.base).__name__}")
+    base = make(name, d.base, where)
+    if not all(0 <= n < 2**31 for n in d.shape):
+        raise ValueError(f"{where}: a TensorDescriptor's shape must fit in int32, got {d.shape}")
+    param = DescriptorParam(base.type, tuple(d.block_shape), d.padding)
+    value = (base.value, *(np.int32(n) for n in d.shape), *(np.int64(s) for s in d.strides[:-1]))
+    return KernelArg(name, param, value, base.attrs, base.place, base.device)
+
+
+def _array_maker(value: Any) -> Optional[Callable[[str, Any, str], KernelArg]]:
+    """The classifier of ``value`` when it is an array of a kind tilec takes (the base a
+    ``reinterpret`` wrapper or a tensor descriptor holds), else None."""
+    return next((make for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS and accepts(value)), None)
+
+
 # Exact types that decide their classification alone (duck-typed arrays never
 # do: one JAX type holds host and device arrays); everything else goes down
 # _CLASSIFIERS.
 _MAKER_OF_TYPE: dict[type, Callable[[str, Any, str], KernelArg]] = {
     type(None): _none_arg, bool: _bool_arg, int: _int_arg, float: _float_arg, np.ndarray: _numpy_arg,
+    TensorDescriptor: _descriptor_arg,
 }
 
 # First match wins: numpy scalars before Python ones (np.float64 is a float),

@@ -23,7 +23,7 @@ from tilec.environment import check_enabled
 from tilec.errors import LaunchOptionError
 from tilec.ir.core import Function
 from tilec.ir.printer import print_function
-from tilec.launch.args import KernelArg
+from tilec.launch.args import KernelArg, launch_values
 from tilec.launch.dump import dump_stage
 from tilec.targets.registry import Stage, backend_for
 
@@ -140,7 +140,7 @@ class CompiledKernel:
 
     def runtime_args(self, args: Sequence[KernelArg]) -> list:
         """The values of ``fn``'s arguments, picked by name from the classified ``args``."""
-        by_name = {a.name: a.value for a in args}
+        by_name = dict(launch_values(args))
         return [by_name[n] for n in self.fn.arg_names]
 
 

@@ -59,6 +59,8 @@ EXPORTS: dict[str, dict[str, str]] = {
     "triton.compiler": {"CompilationError": "tilec:CompilationError", "CompiledKernel": "tilec:CompiledKernel"},
     "triton.compiler.errors": {"CompilationError": "tilec:CompilationError"},
     "triton.testing": {"do_bench": "tilec.testing:do_bench"},
+    "triton.tools": {},
+    "triton.tools.tensor_descriptor": {"TensorDescriptor": "tilec.tools.tensor_descriptor:TensorDescriptor"},
 }
 
 # Submodules a module imports when it is imported, as Triton's do (``import
@@ -71,6 +73,7 @@ SUBMODULES = {
     "triton.language.extra.cuda": ("libdevice", "utils"),
     "triton.runtime": ("jit", "autotuner", "errors", "driver"),
     "triton.compiler": ("errors",),
+    "triton.tools": ("tensor_descriptor",),
 }
 
 def resolve(reference: str) -> Any:
