@@ -238,6 +238,7 @@ def lower(fn: Function, target: Target, lowering: TargetLowering, analyses: Anal
     with the backend's ``lowering`` and the ``analyses`` of ``fn``: float
     add, sub and mul may fuse into fmas when ``fp_fusion``."""
     from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, indexing, memory, reduce, shuffle  # noqa: F401 (rules)
+    from tilec.codegen_llvm import maps  # noqa: F401 (rules: map_elementwise, inline_asm)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout

@@ -390,3 +390,4 @@ def _next_power_of_2(ctx, n):
 from tilec.frontend import (  # noqa: E402,F401
     tl_compat, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape,
 )
+from tilec.frontend import tl_custom  # noqa: E402,F401  (inline_asm_elementwise, map_elementwise)
