@@ -8,6 +8,7 @@ regions (``tl_reduce.scalar_region``).
 """
 from __future__ import annotations
 
+import inspect
 import math
 
 from tilec import ir
@@ -31,7 +32,10 @@ def _pack_arg(pack, numel: int, fname: str) -> int:
 
 def _broadcast_args(ctx, args, fname: str) -> list[Tensor]:
     """The arguments as tensors of one shape (numbers become scalars of their literal type)."""
-    return broadcast_all(ctx, *(to_tensor(ctx, unwrap(a)) for a in args))
+    try:
+        return broadcast_all(ctx, *(to_tensor(ctx, unwrap(a)) for a in args))
+    except TypingError as e:
+        raise TypingError(f"`{fname}`: the arguments' {e}") from None
 
 
 # --------------------------------------------------------------------------- #
@@ -107,6 +111,16 @@ def _scalar_results(ctx, out, pack: int, fname: str) -> list[Tensor]:
     return values
 
 
+def _check_arity(scalar_fn, count: int, pack: int, fname: str) -> None:
+    """``scalar_fn`` takes ``pack`` scalars of each of the ``count`` arguments."""
+    pyfn = scalar_fn.fn
+    try:
+        inspect.signature(pyfn).bind(*range(count * pack))
+    except TypeError:
+        raise TypingError(f"`{fname}` calls `{pyfn.__name__}{inspect.signature(pyfn)}` with {count * pack} "
+                          f"scalar(s) ({count} argument(s), pack={pack} element(s) of each)") from None
+
+
 @implements(tl.map_elementwise)
 def _map_elementwise(ctx, scalar_fn, args, pack):
     fname = "tl.map_elementwise"
@@ -116,6 +130,7 @@ def _map_elementwise(ctx, scalar_fn, args, pack):
         raise TypingError(f"`{fname}` needs at least one tensor to map over")
     srcs = _broadcast_args(ctx, args, fname)
     pack = _pack_arg(pack, math.prod(srcs[0].shape), fname)
+    _check_arity(scalar_fn, len(srcs), pack, fname)
     single = []
 
     def build(scalars: list[Tensor]) -> list[ir.Value]:

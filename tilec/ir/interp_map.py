@@ -5,7 +5,10 @@
 becomes one row of a frame of its own, so the body's scalar ops run as
 numpy ops over all elements at once, and its ``if``/``for``/``while`` split
 that batch where elements disagree, exactly as they split programs
-(``interpret``).  Groups are consecutive elements in row-major order.
+(``interpret``).  The frame is a sub-frame of the programs' one whose rows
+are the elements, so a scalar the body reads from outside (a constant the
+passes shared) reaches each element from its program.  Groups are
+consecutive elements in row-major order.
 
 ``inline_asm`` is text in some target's assembly; nothing here can run it.
 """
@@ -25,7 +28,8 @@ def _map_elementwise(op, frame):
     shape, pack = shape_of(op.srcs[0].type), op.pack
     groups = math.prod(shape) // pack
     srcs = [np.broadcast_to(frame[v], (frame.size,) + shape).reshape(frame.size * groups, pack) for v in op.srcs]
-    elements = Frame(frame.launch, np.repeat(frame.pids, groups, axis=0))
+    programs = np.repeat(np.arange(frame.size), groups)  # each element's program: what it reads of outer scalars
+    elements = Frame(frame.launch, frame.pids[programs], frame, programs)
     yielded = run_block(op.body, elements, [src[:, j] for src in srcs for j in range(pack)])
     rows = frame.size * groups
     columns = [np.broadcast_to(v, (rows,)) for v in yielded]

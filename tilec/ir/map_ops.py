@@ -78,8 +78,8 @@ class MapElementwise(Op):
     ``i``'s ``j``-th element is argument ``i * pack + j``) and yields
     ``pack`` scalars of each result in the same order; the results are
     tiles of the operands' shape.  The body is scalar code (its control
-    flow may differ element by element) and uses no value from outside.
-    It is pure unless it holds an op with an effect (a store, a print).
+    flow may differ element by element); of the values defined outside it,
+    it may read scalars (the passes share constants with it).  It is pure unless it holds an op with an effect (a store, a print).
     """
 
     NAME = "map_elementwise"
@@ -106,11 +106,6 @@ class MapElementwise(Op):
         _require(self, len(yielded) % self.pack == 0 and all(
             yielded[k] == yielded[k - k % self.pack] for k in range(len(yielded))),
             f"body must yield {self.pack} scalar(s) of each result type, got {yielded}")
-        inside = set(self.body.args)
         for op in walk(self.body):
-            _require(self, not any(isinstance(r.type, TileType) for r in op.results),
-                     f"body must be scalar code; `{op.NAME}` makes a tile")
-            inside.update(op.results, *(r.args for r in op.regions))
-        for op in walk(self.body):
-            _require(self, all(v in inside for v in op.operands),
-                     f"body must not use values from outside it (`{op.NAME}` does)")
+            _require(self, not any(isinstance(v.type, TileType) for v in op.results + op.operands),
+                     f"body must be scalar code; `{op.NAME}` uses or makes a tile")
