@@ -23,7 +23,8 @@ def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
     ``is_pure`` the compiler may merge the asm with an equal one or drop it
     when its results are unused; otherwise it runs exactly where written.
 
-    On NVIDIA GPUs ``asm`` is PTX.  The interpreter (and a target without
+    On NVIDIA GPUs ``asm`` is NVIDIA's virtual assembly language (as in
+    Triton's examples).  The interpreter (and a target without
     inline assembly) cannot run it: launching such a kernel there raises an
     error naming the line; compiling it to tile IR works everywhere."""
 
