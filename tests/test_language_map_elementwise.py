@@ -199,6 +199,32 @@ def test_results_may_have_their_own_types(dtype):
     np.testing.assert_array_equal(f, x.astype(np.float32) * np.float32(0.5))
 
 
+@tilec.jit
+def lookup_scalar(table_ptr, i, n):
+    """Read the table where the index is in range (a load only some elements make)."""
+    if (i >= 0) & (i < n):
+        return tl.load(table_ptr + i)
+    return -1.0
+
+
+@tilec.jit
+def lookup_kernel(t_ptr, i_ptr, z_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    z = tl.map_elementwise(lookup_scalar, t_ptr + offs * 0, tl.load(i_ptr + offs), n)
+    tl.store(z_ptr + offs, z)
+
+
+@PROPERTY
+@given(data=st.data(), n=st.integers(1, 40))
+def test_loads_through_per_element_pointers(data, n):
+    table = data.draw(values("float32", n, finite=True))
+    index = data.draw(values("int32", 32, lo=-5, hi=n + 5))
+    z = empty(32, "float32")
+    lookup_kernel[(1,)](table, index, z, n, N=32)
+    inside = (index >= 0) & (index < n)
+    np.testing.assert_array_equal(z, np.where(inside, table[np.clip(index, 0, n - 1)], np.float32(-1)))
+
+
 # --------------------------------------------------------------------------- #
 # map_elementwise: mistakes are compile errors at the call
 # --------------------------------------------------------------------------- #
@@ -223,6 +249,12 @@ def mixed_pack2(x0, x1):
     return x0, x1.to(tl.float64)
 
 
+@tilec.jit
+def storing_scalar(p, x):
+    tl.store(p, x)
+    return x
+
+
 def _plain_add(x, y):
     return x + y
 
@@ -242,6 +274,8 @@ def misuse_kernel(x_ptr, z_ptr, CASE: tl.constexpr):
         z = tl.map_elementwise(one_result_pack2, x, pack=2)
     elif CASE == "types":
         z = tl.map_elementwise(mixed_pack2, x, pack=2)
+    elif CASE == "store":
+        z = tl.map_elementwise(storing_scalar, z_ptr + tl.arange(0, 8), x)
     elif CASE == "not_jit":
         z = tl.map_elementwise(_plain_add, x, x)
     else:
@@ -256,6 +290,7 @@ def misuse_kernel(x_ptr, z_ptr, CASE: tl.constexpr):
     ("tile", "must return scalars"),
     ("results", "must return 2 value(s) per result (pack=2), got 1"),
     ("types", "for the 2 elements of one result"),
+    ("store", "may only compute values; its `store` would run once per program"),
     ("not_jit", "must be a @jit function"),
     ("none", "needs at least one tensor"),
 ])

@@ -139,6 +139,11 @@ def _map_elementwise(ctx, scalar_fn, args, pack):
         return [v.handle for v in _scalar_results(ctx, out, pack, fname)]
 
     body = scalar_region(ctx, [s.elem for s in srcs for _ in range(pack)], build)
+    effects = ir.MapElementwise.effects(body)
+    if effects:
+        raise TypingError(f"the function of `{fname}` may only compute values; its `{effects[0].NAME}` would run "
+                          "once per program on a GPU, not once per element: return the values and store, print "
+                          "or update them after the map")
     op = ctx.builder.create(ir.MapElementwise, srcs=[s.handle for s in srcs], pack=pack, body=body)
     outs = [Tensor(r) for r in op.results]
     return outs[0] if single[0] else tuple(outs)

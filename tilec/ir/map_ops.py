@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from tilec.ir.core import Block, Op, attr, region, variadic, walk
-from tilec.ir.ops import Condition, For, If, While, Yield, _require
+from tilec.ir.ops import AtomicCAS, AtomicRMW, Condition, EffectOp, For, If, While, Yield, _require
 from tilec.ir.types import ScalarType, TileType, elem_type, shape_of, with_shape
 
 __all__ = ["InlineAsm", "MapElementwise"]
@@ -79,7 +79,10 @@ class MapElementwise(Op):
     ``pack`` scalars of each result in the same order; the results are
     tiles of the operands' shape.  The body is scalar code (its control
     flow may differ element by element); of the values defined outside it,
-    it may read scalars (the passes share constants with it).  It is pure unless it holds an op with an effect (a store, a print).
+    it may read scalars (the passes share constants with it).  It computes
+    values only: no store, atomic, print, assert or barrier (``effects``),
+    whose scalar forms mean "once per program" on a GPU.  It is pure unless
+    it loads or runs impure asm.
     """
 
     NAME = "map_elementwise"
@@ -90,6 +93,13 @@ class MapElementwise(Op):
     @property
     def PURE(self) -> bool:  # noqa: N802 (overrides the class-wide flag per op)
         return all(op.PURE or isinstance(op, _STRUCTURE) for op in walk(self.body))
+
+    @staticmethod
+    def effects(body: Block) -> list[Op]:
+        """The ops of ``body`` a map may not hold: those with a side effect
+        (control flow and terminators aside) and the atomics."""
+        return [op for op in walk(body) if isinstance(op, (AtomicRMW, AtomicCAS))
+                or isinstance(op, EffectOp) and not isinstance(op, _STRUCTURE)]
 
     def infer_types(self):
         shape = shape_of(self.srcs[0].type)
@@ -106,6 +116,8 @@ class MapElementwise(Op):
         _require(self, len(yielded) % self.pack == 0 and all(
             yielded[k] == yielded[k - k % self.pack] for k in range(len(yielded))),
             f"body must yield {self.pack} scalar(s) of each result type, got {yielded}")
+        effects = [op.NAME for op in self.effects(self.body)]
+        _require(self, not effects, f"body must only compute values, not `{effects[0] if effects else ''}`")
         for op in walk(self.body):
             _require(self, not any(isinstance(v.type, TileType) for v in op.results + op.operands),
                      f"body must be scalar code; `{op.NAME}` uses or makes a tile")
