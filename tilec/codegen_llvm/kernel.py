@@ -2,10 +2,11 @@
 
 A tile is held as a Python list of LLVM values, one per register of its
 layout (``tilec.ir.layouts`` defines the order); a scalar is a list of one
-value that every thread holds.  Each op class has a lowering rule in
-``LOWER`` (``@lowers(OpClass)``), one file per op family: ``elementwise``,
+value that every thread holds (inside a ``map_elementwise`` body: the
+thread's own element).  Each op class has a lowering rule in ``LOWER``
+(``@lowers(OpClass)``), one file per op family: ``elementwise``,
 ``memory``, ``reduce``, ``shuffle`` (moves through shared memory), ``dot``,
-``control``, ``debug``.  A rule reads its operands' lists from ``ctx`` and
+``control``, ``debug``, ``maps`` (``map_elementwise``, ``inline_asm``).  A rule reads its operands' lists from ``ctx`` and
 binds its results' lists.  The backend's ``TargetLowering`` answers what
 only the hardware knows (thread ids, barriers, shuffles, printing) and
 brings rules of its own, which win over these.

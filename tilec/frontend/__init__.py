@@ -18,8 +18,9 @@ goes; the modules here are the rest of it:
   ``tl_shape.py`` (shapes), ``tl_reduce.py`` (reductions, scans, ``dot``),
   ``tl_random.py`` (Philox random numbers), ``tl_indexing.py`` (gather, flip,
   cat, sort, topk, histogram, swizzle2d), ``tl_operators.py``
-  (``tl.add``/``sub``/``mul``) and ``tl_compat.py`` (``assume``,
-  ``dot_scaled``: kept for Triton compatibility) hold the rest;
+  (``tl.add``/``sub``/``mul``), ``tl_compat.py`` (``assume``,
+  ``dot_scaled``: kept for Triton compatibility) and ``tl_custom.py``
+  (``inline_asm_elementwise``, ``map_elementwise``) hold the rest;
 * ``common.py``: what those share: a function's source checked for the
   walk, argument binding, and how front-end values are told apart;
 * ``source.py``: a Python function's source, file, lines and syntax tree,

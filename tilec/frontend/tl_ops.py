@@ -10,8 +10,8 @@ the user's line through ``ctx.error``.
 
 This file holds the registry, argument helpers, program geometry, tile
 creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_libdevice``,
-``tl_shape``, ``tl_reduce``, ``tl_random``, ``tl_indexing``, ``tl_operators`` and
-``tl_compat`` hold the rest.
+``tl_shape``, ``tl_reduce``, ``tl_random``, ``tl_indexing``, ``tl_operators``,
+``tl_compat`` and ``tl_custom`` hold the rest.
 """
 from __future__ import annotations
 
