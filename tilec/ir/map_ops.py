@@ -23,14 +23,13 @@ __all__ = ["InlineAsm", "MapElementwise"]
 _STRUCTURE = (For, If, While, Yield, Condition)
 
 
-def _require_packable(op: Op, srcs: list) -> tuple:
-    """The operands' one shape, checked to split into groups of ``op.pack`` elements."""
+def _require_packable(op: Op, srcs: list) -> None:
+    """The operands have one shape, whose elements split into groups of ``op.pack``."""
     shapes = {shape_of(s.type) for s in srcs}
     _require(op, len(shapes) <= 1, f"operands must have one shape, got {sorted(shapes)}")
-    shape = shapes.pop() if shapes else ()
+    numel = math.prod(shapes.pop()) if shapes else 1
     _require(op, isinstance(op.pack, int) and op.pack >= 1, f"pack must be a positive int, got {op.pack!r}")
-    _require(op, math.prod(shape) % op.pack == 0, f"pack {op.pack} does not divide the {math.prod(shape)} elements")
-    return shape
+    _require(op, numel % op.pack == 0, f"pack {op.pack} does not divide the {numel} elements")
 
 
 @dataclass(eq=False, kw_only=True)
