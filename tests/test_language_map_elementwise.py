@@ -395,6 +395,7 @@ def test_pure_asm_merges_and_drops_and_impure_asm_stays():
     assert [(op.asm, op.pure) for op in asms] == [("shl.b32 $0, $1, 1;", True), ("membar.gl;", False)]
 
 
+@pytest.mark.host_only
 def test_the_interpreter_cannot_run_asm_and_says_so_at_the_line():
     x = np.zeros(128, np.float32)
     asm_kernel.compile(x, x, CASE="shift", target="host")  # the IR is made anywhere
