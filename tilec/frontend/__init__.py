@@ -23,7 +23,8 @@ goes; the modules here are the rest of it:
   ``tl_dot_scaled.py`` (``dot_scaled``, decoded to bf16/fp16 and scaled
   before a ``dot``), ``tl_block_pointers.py`` and ``tl_tensor_descriptors.py``
   (``make_block_ptr``, ``advance``, ``make_tensor_descriptor`` and loads and
-  stores through them, as pointer tiles and masks) and ``tl_compat.py``
+  stores through them, as pointer tiles and masks), ``tl_custom.py``
+  (``inline_asm_elementwise``, ``map_elementwise``) and ``tl_compat.py``
   (``assume``: kept for Triton compatibility) hold the rest;
 * ``common.py``: what those share: a function's source checked for the
   walk, argument binding, and how front-end values are told apart;

@@ -11,8 +11,8 @@ the user's line through ``ctx.error``.
 This file holds the registry, argument helpers, program geometry, tile
 creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_libdevice``,
 ``tl_shape``, ``tl_reduce``, ``tl_random``, ``tl_indexing``, ``tl_operators``,
-``tl_dot_scaled``, ``tl_compat``, ``tl_block_pointers`` and ``tl_tensor_descriptors``
-hold the rest.
+``tl_dot_scaled``, ``tl_compat``, ``tl_block_pointers``, ``tl_tensor_descriptors`` and
+``tl_custom`` hold the rest.
 """
 from __future__ import annotations
 
@@ -392,3 +392,4 @@ from tilec.frontend import (  # noqa: E402,F401
     tl_target,
 )
 from tilec.frontend import tl_block_pointers, tl_tensor_descriptors  # noqa: E402  (block pointers, descriptors)
+from tilec.frontend import tl_custom  # noqa: E402,F401  (inline_asm_elementwise, map_elementwise)

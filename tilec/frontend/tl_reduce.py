@@ -23,16 +23,25 @@ Body = Callable[..., list]
 # Reduce / scan machinery
 # --------------------------------------------------------------------------- #
 
+def scalar_region(ctx, arg_types: list, build: Callable[[list[Tensor]], list[ir.Value]]) -> ir.Block:
+    """A region taking scalars of ``arg_types``: ``build(args)`` emits its ops
+    (inside the region) and returns the values it yields.  Combine regions
+    and ``tl.map_elementwise``'s body are made this way."""
+    block = ir.Block()
+    args = [Tensor(block.add_arg(t)) for t in arg_types]
+    with ctx.builder.at(block):
+        ctx.builder.create(ir.Yield, values=build(args))
+    return block
+
+
 def combine_block(ctx, elems: list, body: Body) -> ir.Block:
     """A combine region over element types ``elems``, built by ``body(ctx, accs, xs)``."""
-    block = ir.Block()
-    args = [Tensor(block.add_arg(t)) for t in elems + elems]
     n = len(elems)
-    with ctx.builder.at(block):
+
+    def build(args: list[Tensor]) -> list[ir.Value]:
         results = body(ctx, args[:n], args[n:])
-        values = [_combine_result(ctx, r, t) for r, t in zip(results, elems)]
-        ctx.builder.create(ir.Yield, values=values)
-    return block
+        return [_combine_result(ctx, r, t) for r, t in zip(results, elems)]
+    return scalar_region(ctx, elems + elems, build)
 
 
 def _combine_result(ctx, value, t: ir.ElemType) -> ir.Value:

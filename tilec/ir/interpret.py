@@ -500,6 +500,7 @@ def _barrier(op, frame):
 
 
 from tilec.ir import interp_gpu  # noqa: E402,F401  (registers the GPU-level ops; needs the helpers above)
+from tilec.ir import interp_map  # noqa: E402,F401  (registers map_elementwise, inline_asm; needs run_block)
 
 for _cls in PURE:
     RUN.setdefault(_cls, _run_pure)

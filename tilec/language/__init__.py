@@ -9,6 +9,7 @@ from tilec.language.core import TRITON_MAX_TENSOR_NUMEL, PropagateNan, advance, 
 from tilec.language.core import float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16
 from tilec.language.core import load_tensor_descriptor, make_tensor_descriptor, store_tensor_descriptor, tensor_descriptor, tensor_descriptor_type
 from tilec.language.indexing import add, bitonic_merge, cat, flip, gather, histogram, mul, sort, sub, swizzle2d, topk
+from tilec.language.custom import inline_asm_elementwise, map_elementwise
 from tilec.language.math import abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn, umulhi
 from tilec.language.random import pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn, randn4x, uint_to_uniform_float
 from tilec.language.standard import argmax, argmin, associative_scan, cdiv, clamp, cumprod, cumsum, dot, dot_scaled, max, maximum, min, minimum, next_power_of_2, reduce, reduce_or, sigmoid, softmax, sum, where, xor_sum
