@@ -83,6 +83,8 @@ def _host_array(value: Any):
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor) and value.device.type == "cpu":
         bits = value.view(torch.int16) if value.dtype == torch.bfloat16 else value
+        if value.is_floating_point() and value.element_size() == 1:  # fp8: numpy has no such dtype
+            bits = value.view(torch.uint8)
         return bits.detach().numpy(), value.dtype
     return None
 

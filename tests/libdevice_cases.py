@@ -12,9 +12,13 @@ runs every case (the function is a constexpr argument); ``draw_operands``,
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import inspect
 import math
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
@@ -288,3 +292,24 @@ def case_id(case: Case) -> str:
 
 def arity(case: Case) -> int:
     return len(inspect.signature(getattr(libdevice, case.name)).parameters)
+
+
+@functools.cache
+def triton_apply_kernel(name: str, n_args: int):
+    """Triton's kernel applying its ``libdevice.<name>`` to ``n_args`` loaded
+    operands (of ``a_ptr``...), ``BLOCK`` per program: ``apply_kernel``'s twin
+    for the GPU comparisons.  Written to a file, since Triton reads its source;
+    needs ``triton`` installed."""
+    args = "abcd"[:n_args]
+    loads = "".join(f"    {v} = tl.load({v}_ptr + offs)\n" for v in args)
+    source = ("import triton\nimport triton.language as tl\n"
+              "from triton.language.extra.cuda import libdevice\n\n\n@triton.jit\n"
+              "def apply(a_ptr, b_ptr, c_ptr, d_ptr, out_ptr, BLOCK: tl.constexpr):\n"
+              "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n" + loads +
+              f"    tl.store(out_ptr + offs, libdevice.{name}({', '.join(args)}))\n")
+    path = Path(tempfile.mkdtemp()) / f"triton_{name}_{n_args}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.apply

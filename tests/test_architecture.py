@@ -137,9 +137,16 @@ def key_in_parts(key: str, parts: list[str]) -> bool:
     return False
 
 
+#: Triton's own names that hold a vendor's word and that the shared rooms
+#: must spell as Triton does: ``float8e4nv`` (its fp8 E4M3FN dtype),
+#: ``fp8e4nv`` (that dtype's ``name``) and ``f8e4nv`` (tilec's IR type for it).
+TRITON_NAMES = re.compile(r"(?:float|fp|f)8e4nv")
+
+
 def words_in(text: str, words: dict[str, str]) -> list[str]:
-    """The words (as written in ``words``) that ``text`` says, each once, in table order."""
-    names = [name_parts(name) for name in DOTTED_NAME.findall(text)]
+    """The words (as written in ``words``) that ``text`` says, each once, in
+    table order (Triton's own names, ``TRITON_NAMES``, left out)."""
+    names = [name_parts(name) for name in DOTTED_NAME.findall(TRITON_NAMES.sub(" ", text))]
     return [word for word, key in words.items() if any(key_in_parts(key, parts) for parts in names)]
 
 

@@ -108,7 +108,8 @@ def test_a_config_that_does_not_compile_is_skipped_with_its_reason(bench_calls):
     reasons = {str(c): r for c, r in kernel.skipped.items()}
     assert reasons["BLOCK: 256, num_warps: 4, num_stages: 3"].startswith("CompilationError: ")
     assert "BLOCK too big" in reasons["BLOCK: 256, num_warps: 4, num_stages: 3"]
-    assert reasons["BLOCK: 64, num_warps: 3, num_stages: 3"] == "ValueError: num_warps must be a power of two, got 3"
+    assert (reasons["BLOCK: 64, num_warps: 3, num_stages: 3"]
+            == "LaunchOptionError: num_warps must be a power of 2 (1, 2, 4, 8, ...), got 3")
     assert all("\n" not in r for r in reasons.values())
 
 
@@ -134,7 +135,7 @@ def test_when_every_config_fails_the_error_lists_them():
     message = str(e.value)
     assert message.startswith("kernel `scale`: no config ran for key (10, 'float32', 'float32'):")
     assert "  BLOCK: 256, num_warps: 4, num_stages: 3: CompilationError" in message
-    assert "  BLOCK: 512, num_warps: 6, num_stages: 3: ValueError: num_warps must be a power of two" in message
+    assert "  BLOCK: 512, num_warps: 6, num_stages: 3: LaunchOptionError: num_warps must be a power of 2" in message
 
 
 class ConfigRejected(Exception):

@@ -165,7 +165,7 @@ def test_stage_all_prints_each_text_stage_under_a_header(kernels, capsys):
     (["{k}:add", "-s", "*fp32,*fp32,*fp32,i32", "-c", "BLOCK=1000"], "the length 1000 must be a power of two"),
     (["{k}:add", "-s", "*fp32,*fp32,*fp32,i32", "-c", "BLOCK=4", "--target", "sm_75"], "unknown target 'sm_75'"),
     (["{k}:add", "-s", "*fp32,*fp32,*fp32,i32", "-c", "BLOCK=4", "--num-warps", "3"],
-     "num_warps must be a power of two, got 3"),
+     "num_warps must be a power of 2 (1, 2, 4, 8, ...), got 3"),
     (["{k}:add", "-s", "*fp32,*fp32,*fp32,i32", "-c", "BLOCK=4", "--target", "host", "--stage", "ptx"],
      "kernel `add` compiled for host has no ptx stage (host compiles stop at tir-opt"),
 ])

@@ -357,9 +357,11 @@ def test_a_python_exception_of_a_constexpr_is_kept_as_the_cause():
     assert "The above exception was the direct cause" in "".join(traceback.format_exception(err))
 
 
-def test_a_reported_typing_error_is_not_chained():
+def test_a_reported_typing_error_is_its_own_cause():
+    """Not chained to the TypingError reported; Triton's readers of ``__cause__`` find the message."""
     err = launch_error(arange_1000, X, 16)
-    assert err.__cause__ is None and err.__suppress_context__
+    assert err.__cause__ is err and err.__suppress_context__
+    assert err.error_message == err.message and "power of two" in str(err.__cause__)
 
 
 def test_the_break_advice_compiles_and_runs():

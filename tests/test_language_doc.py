@@ -16,7 +16,7 @@ DOC = ROOT / "docs" / "language.md"
 ROW = re.compile(r"^\| `(?P<name>[A-Za-z_][A-Za-z0-9_.]*)` \| (?P<group>[^|]+) \| (?P<status>[^|]+) \|")
 STATUSES = {"supported", "not yet"}
 # Module plumbing of tilec.language, not language names.
-NOT_LANGUAGE = {"builtin", "core", "standard", "indexing", "TENSOR_METHODS", "annotations"}
+NOT_LANGUAGE = {"builtin", "core", "standard", "indexing", "custom", "TENSOR_METHODS", "annotations"}
 
 
 def doc_table() -> dict[str, str]:

@@ -7,8 +7,7 @@ use, run by the interpreter and checked against numpy:
   ``(1.5).dtype``), and ``x.dtype`` feeding ``.to``;
 * ``tl.constexpr_function`` host helpers called with constexprs;
 * ``tl.range``'s scheduling keywords, ``tl.condition``, ``tl.assume``;
-* ``tl.TRITON_MAX_TENSOR_NUMEL``, ``tl.slice``, ``tl.constexpr_type``;
-* ``tl.dot_scaled``: a clear compile error at the call until the Hopper issue.
+* ``tl.TRITON_MAX_TENSOR_NUMEL``, ``tl.slice``, ``tl.constexpr_type``.
 
 Several kernels rewrite cases of Triton's test_core.py (test_constexpr,
 test_assume, test_where with pointers, test_tl_range_*, test_dtype_tensor).
@@ -381,29 +380,6 @@ def test_where_on_pi32_t_pointers():
     out = np.zeros(16, np.int64)
     where_pointers_kernel[(1,)](cond, a, b, out, BLOCK=16)
     np.testing.assert_array_equal(out, np.where(cond, a, b))
-
-
-# --------------------------------------------------------------------------- #
-# dot_scaled
-# --------------------------------------------------------------------------- #
-
-
-@tilec.jit
-def dot_scaled_kernel(a_ptr, s_ptr, out_ptr):
-    offs = tl.arange(0, 32)
-    a = tl.load(a_ptr + offs[:, None] * 32 + offs[None, :])
-    scale = tl.load(s_ptr + offs[:, None])
-    c = tl.dot_scaled(a, scale, "e4m3", a, scale, "e4m3")
-    tl.store(out_ptr + offs[:, None] * 32 + offs[None, :], c)
-
-
-def test_dot_scaled_is_a_clear_error_at_the_call():
-    a, s = np.zeros((32, 32), np.uint8), np.zeros((32, 1), np.uint8)
-    with pytest.raises(CompilationError) as info:
-        dot_scaled_kernel[(1,)](a, s, np.zeros((32, 32), np.float32))
-    message = str(info.value)
-    assert "`tl.dot_scaled`" in message and "Hopper/Blackwell" in message and "tl.dot" in message
-    assert f"{__file__}:{dot_scaled_kernel.fn.__code__.co_firstlineno + 5}" in message
 
 
 # --------------------------------------------------------------------------- #

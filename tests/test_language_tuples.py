@@ -253,8 +253,8 @@ def pick(c, a, b):
 
 
 @pytest.mark.parametrize("kernel, message", [
-    (if_structure_kernel, "`t` is a tuple (value,) in the then-branch but a tuple (value, value) in the else-branch"),
-    (loop_structure_kernel, "`t` is a tuple (value, None) before the loop but a tuple (value, value) after one"),
+    (if_structure_kernel, "`t` is a tuple (value,) on one path but a tuple (value, value) on another"),
+    (loop_structure_kernel, "`t` is a tuple (value, None) on one path but a tuple (value, value) on another"),
     (leaf_type_kernel, "Mismatched type for t[1]: `t[1]` has type f32 in the then-branch but i32"),
     (in_place_kernel, "a tuple cannot be changed in place"),
     (return_types_kernel, "Inconsistent return types: the returned value (element [1]) has type i32"),

@@ -119,12 +119,12 @@ def test_libdevice_modules_are_tilecs():
 
 
 @pytest.mark.parametrize("statement, name", [
-    ("import triton.tools", "triton.tools"),
+    ("import triton.tools.disasm", "triton.tools.disasm"),
     ("import triton.backends.compiler", "triton.backends"),
     ("from triton import knobs", "triton.knobs"),
     ("triton.set_allocator", "triton.set_allocator"),
     ("import triton.language.extra.hip", "triton.language.extra.hip"),
-    ("from triton.runtime.jit import TensorWrapper", "triton.runtime.jit.TensorWrapper"),
+    ("from triton.runtime.jit import MockTensor", "triton.runtime.jit.MockTensor"),
     ("from triton.compiler.compiler import ASTSource", "triton.compiler.compiler"),
     ("triton.runtime.driver.driver.active.utils.no_such", None),
     ("triton.testing.perf_report", "triton.testing.perf_report"),
@@ -194,13 +194,13 @@ def test_install_refuses_when_a_triton_is_already_imported(monkeypatch):
 def test_the_hook_shadows_a_triton_on_the_path(tmp_path, monkeypatch):
     (tmp_path / "triton").mkdir()
     (tmp_path / "triton" / "__init__.py").write_text("INSTALLED = True\n")
-    (tmp_path / "triton" / "tools.py").write_text("")
+    (tmp_path / "triton" / "profiler.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path))
     with triton_alias():
         import triton
         assert triton.jit is tilec.jit and not hasattr(triton, "INSTALLED")
-        with pytest.raises(ImportError, match=MISSING.format("triton.tools")):
-            import triton.tools  # noqa: F401
+        with pytest.raises(ImportError, match=MISSING.format("triton.profiler")):
+            import triton.profiler  # noqa: F401
     import triton
     try:
         assert triton.INSTALLED  # after uninstall the process finds what it found before

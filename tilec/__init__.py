@@ -16,12 +16,13 @@ Importing tilec is cheap: the front end, the interpreter and LLVM load on first 
 from tilec import language  # noqa: F401
 from tilec.errors import CompilationError, InterpreterError, OutOfResources, TilecError  # noqa: F401
 from tilec.launch import CompiledKernel, JITFunction, KernelInterface, cdiv, jit, next_power_of_2  # noqa: F401
+from tilec.launch.reinterpret import TensorWrapper, reinterpret  # noqa: F401
 from tilec.autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: F401 (the module first: see its doc)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "jit", "JITFunction", "KernelInterface", "CompiledKernel", "cdiv", "next_power_of_2", "autotune", "Config",
-    "heuristics", "Autotuner", "Heuristics",
+    "heuristics", "Autotuner", "Heuristics", "reinterpret", "TensorWrapper",
     "CompilationError", "InterpreterError", "OutOfResources", "TilecError", "language", "__version__",
 ]

@@ -38,9 +38,11 @@ from tilec.frontend.common import is_compile_time, is_constexpr_annotation, is_t
 from tilec.frontend.source import FunctionSource, closure_values
 from tilec.frontend.control import RETURN_SLOT, ControlFlowMixin, normalize_returns
 from tilec.frontend.tuples import TupleLayout, unwrap_all
+from tilec.frontend import tl_tensor_descriptors
+from tilec.ir.kernel_params import DescriptorParam
 from tilec.errors import CompilationError, TilecError
 
-__all__ = ["ArgSpec", "CodeGenerator", "FunctionSource", "build_ir"]
+__all__ = ["ArgSpec", "CodeGenerator", "CompileTarget", "FunctionSource", "build_ir"]
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,32 @@ class ArgSpec:
     attrs: tuple = ()
 
 
-def build_ir(pyfn, specs: list[ArgSpec], name: Optional[str] = None) -> ir.Function:
-    """The tile IR of kernel ``pyfn`` specialized for ``specs`` (one per parameter).
+@dataclass(frozen=True)
+class CompileTarget:
+    """What a kernel may ask at compile time about where it will run
+    (``tl.target_info``, ``tl.extra.cuda.num_warps``): Triton's ``(backend,
+    arch, warp_size)`` of the target compiled for, and the launch's
+    ``num_warps``.  A variant's key holds its target and options, so a
+    kernel may fold these into its code.  The default, for IR built outside
+    a launch, is the host interpreter's."""
+
+    backend: str = "host"
+    arch: Any = "host"
+    warp_size: int = 32
+    num_warps: int = 4
+
+
+def build_ir(pyfn, specs: list[ArgSpec], name: Optional[str] = None,
+             target: CompileTarget = CompileTarget()) -> ir.Function:
+    """The tile IR of kernel ``pyfn`` specialized for ``specs`` (one per parameter),
+    compiled for ``target``.
 
     A ``CompilationError`` leaves without the front end's own frames: it names
     and quotes the user's line already, and the walk's recursion (three frames
     a nested node) would bury it.  A tilec bug keeps its frames in ``__cause__``.
     """
     try:
-        return CodeGenerator(name or pyfn.__name__).build_kernel(pyfn, specs)
+        return CodeGenerator(name or pyfn.__name__, target).build_kernel(pyfn, specs)
     except CompilationError as e:
         raise e.with_traceback(None)
 
@@ -149,8 +168,9 @@ class _Frame:
 class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     """Walks a kernel's AST, building IR; also the ``ctx`` handed to ``semantic`` and the ``tl_*`` modules."""
 
-    def __init__(self, kernel_name: str):
+    def __init__(self, kernel_name: str, target: CompileTarget = CompileTarget()):
         self.kernel_name = kernel_name
+        self.target = target
         self.builder = ir.Builder()
         self.frame: Optional[_Frame] = None
         self.node: Optional[ast.AST] = None
@@ -175,6 +195,8 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         constant: typed as the argument is for every other value, so that its promotions,
         ``.to`` and ``.dtype`` do not change when it happens to be 1.  A tuple argument
         is rebuilt from its leaves (``specs`` by name), each one meaning the same."""
+        if isinstance(spec.type, DescriptorParam):  # a host tensor descriptor: several IR arguments
+            return tl_tensor_descriptors.kernel_argument(self, fn, spec.name, spec.type, spec.attrs)
         if spec.type is not None:
             return self.add_kernel_arg(fn, spec)
         if isinstance(spec.value, TupleLayout):
@@ -218,10 +240,11 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         """Raise ``CompilationError`` at ``node`` (default: the node being visited).
 
         Callers often report a ``TypingError`` or ``TypeError`` they caught, whose
-        text is already in ``msg``: ``from None`` keeps Python from printing it
-        twice as "During handling of the above exception...".
+        text is already in ``msg``: the error, its own cause (see
+        ``CompilationError``), keeps Python from printing it twice as "During
+        handling of the above exception...".
         """
-        raise self.make_error(msg, node) from None
+        raise self.make_error(msg, node)
 
     def make_error(self, msg: str, node: Optional[ast.AST] = None) -> CompilationError:
         node = node or self.node
@@ -477,8 +500,9 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def check_tensor_index(self, index: Any) -> None:
         for item in index if isinstance(index, tuple) else (index,):
             if item is not None and not (isinstance(item, slice) and item == slice(None)):
-                self.error("a tensor can only be indexed with `:` and `None` (x[:, None], x[None, :]); "
-                           "to pick elements use tl.where, tl.reshape/tl.split, or load them again")
+                self.error(f"unsupported tensor index {item!r}: a tensor can only be indexed with `:` and `None` "
+                           "(x[:, None], x[None, :]); to pick elements use tl.where, tl.reshape/tl.split, or load "
+                           "them again")
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> str:
         """An f-string of compile-time values (for static_print/device_print/static_assert messages)."""

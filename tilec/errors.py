@@ -29,9 +29,30 @@ class LocatedError(TilecError):
         quote = quote_source(file, line, col)
         super().__init__(f"{file}:{line}: {message}{in_kernel}" + (f"\n{quote}" if quote else ""))
 
+    def __reduce__(self):
+        """Rebuilt from its fields (``args`` holds the formatted text only): it
+        crosses processes (a pool's compile) and ``copy`` whole."""
+        return type(self), (self.file, self.line, self.col, self.message, self.kernel)
+
 
 class CompilationError(LocatedError):
-    """A kernel that cannot be compiled: what is wrong, where, and what to write instead."""
+    """A kernel that cannot be compiled: what is wrong, where, and what to write instead.
+
+    Where no other exception caused it (a check of the kernel failed), the error
+    is its own ``__cause__``: code written for Triton reads the reason from
+    ``err.__cause__`` (Triton chains its compile error to the front end's
+    ``ValueError``), and a traceback printer, which skips an exception it has
+    printed, still shows the message once.  ``raise ... from e`` replaces it
+    with the genuine cause ``e``.  ``error_message`` is the message without the
+    location, under Triton's name."""
+
+    def __init__(self, file: str, line: int, col: int, message: str, kernel: Optional[str] = None):
+        super().__init__(file, line, col, message, kernel)
+        self.__cause__ = self  # also sets __suppress_context__: no "During handling of..." either
+
+    @property
+    def error_message(self) -> str:
+        return self.message
 
     @property
     def error_message(self) -> str:
@@ -54,6 +75,19 @@ def require_function(fn) -> None:
 class InterpreterError(LocatedError):
     """A kernel that compiled but did something invalid while running on the host
     (out-of-bounds access, misaligned pointer, failed ``device_assert``)."""
+
+
+class LaunchOptionError(TilecError, ValueError, AssertionError):
+    """A launch or ``@jit`` option outside its domain (``num_warps=3``): a
+    ``ValueError``, as tilec's option checks always raised, and an
+    ``AssertionError``, what Triton's check (an ``assert``) raises, so code
+    written for either catches it."""
+
+
+class ArgumentOverflowError(TilecError, OverflowError, ValueError):
+    """An integer kernel argument that no 64-bit type holds (``2**64``): an
+    ``OverflowError``, as Triton's, and a ``ValueError``, as tilec's other
+    argument errors."""
 
 
 class OutOfResources(TilecError):

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.gpu
 NAMES = tl.dtype.SINT_TYPES + tl.dtype.UINT_TYPES + tl.dtype.FP_TYPES
 ATTRIBUTES = ["primitive_bitwidth", "itemsize", "int_bitwidth", "fp_mantissa_width", "exponent_bias"]
 PREDICATES = ["is_int", "is_int_signed", "is_int_unsigned", "is_floating", "is_standard_floating", "is_bool",
-              "is_fp8", "is_fp16", "is_bf16", "is_fp32", "is_fp64", "is_int1", "is_int8", "is_int16",
+              "is_fp8", "is_fp8e4nv", "is_fp8e5", "is_fp8e4b15", "is_fp8e4b8", "is_fp8e5b16", "is_fp16", "is_bf16", "is_fp32", "is_fp64", "is_int1", "is_int8", "is_int16",
               "is_int32", "is_int64", "is_uint8", "is_uint16", "is_uint32", "is_uint64"]
 
 

@@ -28,6 +28,8 @@ MEMORY = """\
 func @copy(%x_ptr: ptr<f32> {divisibility = 16}, %y_ptr: ptr<f32>, %n: i32 {divisibility = 16, note = "x"}) {
   %pid = program_id {axis = 0} : i32
   %npid = num_programs {axis = 2} : i32
+  %sm = processor_id : i32
+  %now = global_timer : i64
   %offs = arange {start = 0, end = 128} : tile<128xi32>
   %block = constant {value = 128, type = i32} : i32
   %base = mul %pid, %block : i32
@@ -216,8 +218,26 @@ func @gpu_ops(%x: ptr<f16>, %slot: i32) {
 }
 """
 
+MAPS = """\
+func @maps(%x: tile<8xi8>, %y: tile<8xf32>) {
+  %a, %b = inline_asm [%x, %y] {asm = "mov.b32 $0, $2;\\n\\tmov.b32 $1, $3;", constraints = "=r,=r,r,r", dtypes = (i32, f32), pure = false, pack = 4} : tile<8xi32>, tile<8xf32>
+  %lane = inline_asm [] {asm = "mov.u32 $0, %laneid;", constraints = "=r", dtypes = (i32,)} : i32
+  %s, %t = map_elementwise [%y, %a] {pack = 2} : tile<8xf32>, tile<8xi32> {
+  ^(%y0: f32, %y1: f32, %a0: i32, %a1: i32):
+    %zero = constant {value = 0.0, type = f32} : f32
+    %pos = cmp %y0, %zero {pred = "gt"} : i1
+    %r = if %pos : f32 {
+      yield [%y0]
+    } {
+      yield [%y1]
+    }
+    yield [%r, %y1, %a0, %a1]
+  }
+}
+"""
+
 GOLDEN = {"memory": MEMORY, "math": MATH, "shapes": SHAPES, "control": CONTROL, "located": LOCATED,
-          "layouts": LAYOUTS, "mma_layouts": MMA_LAYOUTS, "gpu_ops": GPU_OPS}
+          "layouts": LAYOUTS, "mma_layouts": MMA_LAYOUTS, "gpu_ops": GPU_OPS, "maps": MAPS}
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))

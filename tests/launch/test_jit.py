@@ -185,7 +185,7 @@ def test_float_constexpr_where_an_int_is_needed_is_a_compilation_error():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"num_warps": 3}, "num_warps must be a power of two, got 3"),
+    ({"num_warps": 3}, r"num_warps must be a power of 2 \(1, 2, 4, 8, ...\), got 3"),
     ({"num_warps": 0}, "num_warps must be a positive int, got 0"),
     ({"num_stages": 0}, "num_stages must be a positive int, got 0"),
     ({"num_warps": True}, "num_warps must be a positive int, got True"),

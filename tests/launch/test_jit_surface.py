@@ -137,6 +137,19 @@ def test_warmup_compiles_and_launches_nothing():
     np.testing.assert_array_equal(out, x + y)
 
 
+def test_warmup_takes_torch_dtypes_for_tensors_as_triton_does():
+    """``kernel.warmup(torch.float32, ...)``: a tensor of that dtype on the active
+    device (Triton's MockTensor), aligned; a launch with real tensors then finds the variant."""
+    torch = pytest.importorskip("torch")
+    kernel = fresh(add_kernel)
+    handle = kernel.warmup(torch.float32, torch.float32, torch.float32, 1024, BLOCK=64, grid=(1,))
+    assert len(kernel.cache) == 1 and [s.attrs for s in handle.specs[:3]] == [(("divisibility", 16),)] * 3
+    device = tilec.runtime.driver.active.get_active_torch_device()
+    x, out = torch.ones(64, device=device), torch.zeros(64, device=device)
+    assert kernel[(1,)](x, x, out, 1024, BLOCK=64) is handle and (out == 2).all()
+    assert kernel.warmup(torch.float16, x, out, 8, BLOCK=8, grid=(1,)).specs[0].type != handle.specs[0].type
+
+
 def test_the_launch_handle_has_tritons_fields():
     x = np.ones(8, np.float32)
     handle = add_kernel.compile(x, x, x, 8, BLOCK=8, target="sm_80", num_warps=2)

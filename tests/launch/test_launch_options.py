@@ -118,11 +118,31 @@ def test_num_ctas_above_1_is_not_supported_yet_and_writes_nothing(value):
     assert (out == 77).all()
 
 
-def test_cooperative_grid_is_not_supported_yet_and_pdl_is_a_hint():
+@tilec.jit
+def wait_for_flag_kernel(flag_ptr):
+    """Block 1 spins until block 0 has set the flag: only a cooperative grid runs it."""
+    if tl.program_id(0) == 0:
+        tl.atomic_xchg(flag_ptr, 1)
+    else:
+        while tl.atomic_add(flag_ptr, 0) == 0:
+            pass
+
+
+def test_a_cooperative_grid_runs_a_kernel_whose_blocks_cannot_wait():
     a, b, c, out = operands(20, np.float32)
-    with pytest.raises(tilec.TilecError, match="launch_cooperative_grid=True .* is not supported yet"):
-        mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, launch_cooperative_grid=True)
-    assert (out == 77).all()
+    mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, launch_cooperative_grid=True)
+    np.testing.assert_array_equal(out, a * b + c)
+
+
+def test_a_cooperative_grid_refuses_a_kernel_whose_blocks_may_wait():
+    flag = np.zeros(1, np.int32)
+    with pytest.raises(tilec.TilecError, match="launch_cooperative_grid=True for a kernel with a runtime `while` loop"):
+        wait_for_flag_kernel[(2,)](flag, launch_cooperative_grid=True)
+    assert flag[0] == 0  # refused before it ran
+
+
+def test_pdl_is_a_hint():
+    a, b, c, out = operands(20, np.float32)
     mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, launch_cooperative_grid=False, launch_pdl=True)
     np.testing.assert_array_equal(out, a * b + c)
     with pytest.raises(ValueError, match="launch_pdl must be True or False, got 'yes'"):
@@ -181,5 +201,5 @@ def test_parameters_named_like_options_get_the_launch_value(num_warps, num_stage
 
 
 def test_a_bad_option_value_for_such_a_parameter_is_the_options_error():
-    with pytest.raises(ValueError, match="num_warps must be a power of two, got 3"):
+    with pytest.raises(ValueError, match=r"num_warps must be a power of 2 \(1, 2, 4, 8, ...\), got 3"):
         warps_kernel[(1,)](np.zeros(2, np.int32), num_warps=3, num_stages=1)

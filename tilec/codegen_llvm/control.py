@@ -1,7 +1,10 @@
 """Structured control flow -> LLVM basic blocks with one phi per register.
 
 The conditions of ``if`` and ``while`` and the bounds of ``for`` are scalars,
-the same in every thread of a program, so no thread diverges from its warp.
+the same in every thread of a program, so no thread diverges from its warp;
+except inside a ``map_elementwise`` body (``maps.py``), scalar code run per
+element, where each thread branches on its own elements (the body holds no
+barrier or lane exchange, so LLVM's reconvergence is all it needs).
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ def _add_incoming(phis: list[list], values: list[list], block) -> None:
             phi.add_incoming(v, block)
 
 
-def _run_region(ctx: Ctx, block: Block, args: list[list]) -> list[list]:
+def run_region(ctx: Ctx, block: Block, args: list[list]) -> list[list]:
     """Lower ``block`` with its arguments bound to ``args``; what its terminator passes on."""
     for a, regs in zip(block.args, args):
         ctx.env[a] = regs
@@ -63,7 +66,7 @@ def _for(ctx: Ctx, op: ir.For) -> None:
     carried = _phis(ctx, [ctx[v] for v in op.inits], entry)
     b.cbranch(_keeps_going(ctx, iv, upper, step, signed), body, done)
     b.position_at_end(body)
-    nxt = _run_region(ctx, op.body, [[iv]] + carried)
+    nxt = run_region(ctx, op.body, [[iv]] + carried)
     latch = b.block
     iv.add_incoming(b.add(iv, step), latch)
     _add_incoming(carried, nxt, latch)
@@ -94,7 +97,7 @@ def _if(ctx: Ctx, op: ir.If) -> None:
     ends = []
     for region, block in ((op.then_body, then_block), (op.else_body, else_block)):
         b.position_at_end(block)
-        values = _run_region(ctx, region, [])
+        values = run_region(ctx, region, [])
         ends.append((values, b.block))
         b.branch(done)
     b.position_at_end(done)
@@ -115,11 +118,11 @@ def _while(ctx: Ctx, op: ir.While) -> None:
     b = ctx.b
     entry, header, after, done = _enter_loop(ctx, "while", "after")
     carried = _phis(ctx, [ctx[v] for v in op.inits], entry)
-    forwarded = _run_region(ctx, op.before, carried)
+    forwarded = run_region(ctx, op.before, carried)
     cond = ctx[op.before.terminator.cond][0]
     b.cbranch(cond, after, done)
     b.position_at_end(after)
-    nxt = _run_region(ctx, op.after, forwarded)
+    nxt = run_region(ctx, op.after, forwarded)
     _add_incoming(carried, nxt, b.block)
     b.branch(header)
     b.position_at_end(done)

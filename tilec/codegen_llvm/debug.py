@@ -14,9 +14,11 @@ import hashlib
 from llvmlite import ir as llir
 
 from tilec import ir
+from tilec.ir.fp8 import fp8_format
 from tilec.ir.types import PointerType, TileType, elem_type
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, coordinates, first_thread, lowers, owner_predicate
 from tilec.codegen_llvm.memory import _guarded
+from tilec.codegen_llvm.scalar_fp8 import decode_fp8
 
 GENERIC = llir.PointerType()
 
@@ -43,6 +45,8 @@ def _printf_arg(ctx: Ctx, v: llir.Value, t, hex_: bool):
     if isinstance(t, PointerType):
         return "%p", b.ptrtoint(v, I64)
     if t.is_float:
+        if t.is_fp8:  # its bits, decoded
+            v = decode_fp8(ctx.scalar, v, fp8_format(t))
         return ("%a" if hex_ else "%f"), b.fpext(v, llir.DoubleType()) if t.bits < 64 else v
     if t.bits == 64:
         return ("%llx" if hex_ else "%lld" if t.kind == "int" else "%llu"), v

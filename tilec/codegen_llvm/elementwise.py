@@ -8,6 +8,7 @@ import numpy as np
 from llvmlite import ir as llir
 
 from tilec import ir
+from tilec.ir import fp8
 from tilec.ir.layouts import register_offsets
 from tilec.ir.types import ScalarType, TileType
 from tilec.codegen_llvm import scalar_ops  # noqa: F401  (fills scalar_base.LOWER)
@@ -27,6 +28,8 @@ def constant(t: ScalarType, value) -> llir.Constant:
         bits = t.bits
         wrapped = (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
         return lt(wrapped)
+    if t.is_fp8:
+        return lt(int(fp8.encode(np.float64(value), t)))
     if t.name == "f16":
         return llir.FormattedConstant(lt, f"0xH{int(np.float16(value).view(np.uint16)):04X}")
     return lt(float(value))

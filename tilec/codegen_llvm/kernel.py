@@ -2,10 +2,11 @@
 
 A tile is held as a Python list of LLVM values, one per register of its
 layout (``tilec.ir.layouts`` defines the order); a scalar is a list of one
-value that every thread holds.  Each op class has a lowering rule in
-``LOWER`` (``@lowers(OpClass)``), one file per op family: ``elementwise``,
+value that every thread holds (inside a ``map_elementwise`` body: the
+thread's own element).  Each op class has a lowering rule in ``LOWER``
+(``@lowers(OpClass)``), one file per op family: ``elementwise``,
 ``memory``, ``reduce``, ``shuffle`` (moves through shared memory), ``dot``,
-``control``, ``debug``.  A rule reads its operands' lists from ``ctx`` and
+``control``, ``debug``, ``maps`` (``map_elementwise``, ``inline_asm``).  A rule reads its operands' lists from ``ctx`` and
 binds its results' lists.  The backend's ``TargetLowering`` answers what
 only the hardware knows (thread ids, barriers, shuffles, printing) and
 brings rules of its own, which win over these.
@@ -238,6 +239,7 @@ def lower(fn: Function, target: Target, lowering: TargetLowering, analyses: Anal
     with the backend's ``lowering`` and the ``analyses`` of ``fn``: float
     add, sub and mul may fuse into fmas when ``fp_fusion``."""
     from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, indexing, memory, reduce, shuffle  # noqa: F401 (rules)
+    from tilec.codegen_llvm import maps  # noqa: F401 (rules: map_elementwise, inline_asm)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout

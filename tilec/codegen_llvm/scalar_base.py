@@ -46,10 +46,11 @@ _FLOATS = {"f16": llir.HalfType(), "bf16": BFloatType(), "f32": llir.FloatType()
 
 
 def llvm_type(t: ScalarType | PointerType) -> llir.Type:
-    """The LLVM register type of IR element type ``t`` (signedness is the op's business)."""
+    """The LLVM register type of IR element type ``t`` (signedness is the op's
+    business; an fp8 value is its bit pattern, an ``i8``)."""
     if isinstance(t, PointerType):
         return llir.PointerType(addrspace=t.space)
-    return _FLOATS[t.name] if t.is_float else llir.IntType(t.bits)
+    return _FLOATS[t.name] if t.name in _FLOATS else llir.IntType(t.bits)
 
 
 def memory_type(t: ScalarType | PointerType) -> llir.Type:

@@ -18,15 +18,18 @@ from tilec.ir import ops as ir
 from tilec.ir.types import PointerType, ScalarType, bf16, f32, f64
 
 from tilec.codegen_llvm.scalar_base import call, const, llvm_type, lowers, no_lowering, operand_type, overloaded, resize_int
+from tilec.codegen_llvm.scalar_fp8 import float_to_fp8, fp8_to_float, fp8_to_fp8
 
 I64 = llir.IntType(64)
 _FLOAT_BITS = {"half": 16, "bfloat": 16, "float": 32, "double": 64}
 
 
 def _class(t) -> str:
-    """``bool``, ``int`` (either signedness), ``float`` or ``ptr``: what picks the cast rule."""
+    """``bool``, ``int`` (either signedness), ``float``, ``fp8`` or ``ptr``: what picks the cast rule."""
     if isinstance(t, PointerType):
         return "ptr"
+    if t.is_fp8:
+        return "fp8"
     return "int" if t.kind == "uint" else t.kind
 
 
@@ -165,6 +168,7 @@ _CASTS = {  # (source class, destination class) -> emitter(ctx, x, src, dst, rou
     ("ptr", "int"): _ptr_to_int,
     ("int", "ptr"): _int_to_ptr, ("bool", "ptr"): _int_to_ptr,
     ("ptr", "ptr"): _ptr_to_ptr,
+    ("fp8", "float"): fp8_to_float, ("float", "fp8"): float_to_fp8, ("fp8", "fp8"): fp8_to_fp8,
 }
 
 

@@ -2,8 +2,8 @@
 
 The lowering rules of ``codegen_llvm`` are written once, for every target.
 Where a rule needs something only the hardware knows -- which thread this
-is, how a block waits for its threads, how lanes swap values, how to print
--- it calls a hook of the ``TargetLowering`` the backend handed to
+is, how a block waits for its threads, how lanes swap values, how to print,
+whether it runs the author's assembly -- it calls a hook of the ``TargetLowering`` the backend handed to
 ``lower``.  A backend may also bring rules of its own (``rules``: its
 tensor-core ``dot``, its asynchronous copies), looked up before the generic
 ones, and its math library (``math``).
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Mapping, Optional
 
 from llvmlite import ir as llir
 
+from tilec.errors import TilecError
 from tilec.codegen_llvm.scalar_base import C_MATH, MathLibrary
 
 if TYPE_CHECKING:
@@ -75,6 +76,16 @@ class TargetLowering(ABC):
     def assert_fail(self, ctx: Ctx, message: str, file: str, line: int, function: str) -> None:
         """Stop the kernel with an error the host sees, reporting ``message``
         at ``file:line`` in ``function`` (emitted where an assertion failed)."""
+
+    # --- the author's assembly ---------------------------------------------------
+    def inline_asm(self, ctx: Ctx, asm: str, constraints: str, operands: list[llir.Value],
+                   result: llir.Type, side_effects: bool) -> llir.Value:
+        """Run ``asm``, the target's assembly text, on ``operands`` under LLVM
+        ``constraints``, giving ``result`` (``tl.inline_asm_elementwise``;
+        ``maps.emit_inline_asm`` emits it).  A target that runs no such text
+        says so here, and the kernel fails to compile at the asm's line."""
+        raise TilecError(f"the {self.name} backend cannot run inline assembly (`tl.inline_asm_elementwise`): "
+                         "this kernel needs a GPU target whose assembly the text is written in")
 
     # --- the kernel function -----------------------------------------------------
     def kernel_attributes(self, num_warps: int) -> dict[str, str]:

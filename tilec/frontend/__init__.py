@@ -18,10 +18,18 @@ goes; the modules here are the rest of it:
   ``tl_shape.py`` (shapes), ``tl_reduce.py`` (reductions, scans, ``dot``),
   ``tl_random.py`` (Philox random numbers), ``tl_indexing.py`` (gather, flip,
   cat, sort, topk, histogram, swizzle2d), ``tl_operators.py``
-  (``tl.add``/``sub``/``mul``) and ``tl_compat.py`` (``assume``,
-  ``dot_scaled``: kept for Triton compatibility) hold the rest;
+  (``tl.add``/``sub``/``mul``), ``tl_target.py`` (``tl.target_info``,
+  ``tl.extra.cuda.num_warps``/``num_threads``: the compile target's facts),
+  ``tl_dot_scaled.py`` (``dot_scaled``, decoded to bf16/fp16 and scaled
+  before a ``dot``), ``tl_block_pointers.py`` and ``tl_tensor_descriptors.py``
+  (``make_block_ptr``, ``advance``, ``make_tensor_descriptor`` and loads and
+  stores through them, as pointer tiles and masks), ``tl_custom.py``
+  (``inline_asm_elementwise``, ``map_elementwise``) and ``tl_compat.py``
+  (``assume``: kept for Triton compatibility) hold the rest;
 * ``common.py``: what those share: a function's source checked for the
   walk, argument binding, and how front-end values are told apart;
+* ``aggregates.py``: what a value made of several runtime scalars (a block
+  pointer, a tensor descriptor) tells control flow so that it can be carried;
 * ``source.py``: a Python function's source, file, lines and syntax tree,
   read once; the disk cache and ``JITFunction.src`` read kernels through it too.
 

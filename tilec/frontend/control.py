@@ -11,9 +11,13 @@
   ``ir.While`` the same way.
 * A carried or yielded value keeps its type, or the user gets an error that
   names the variable and both types (Triton's rule).
-* A tuple is carried and merged leaf by leaf (``tuples.flatten``): each path
-  must give it the same structure, and its compile-time elements stay
-  compile-time.
+* A block pointer or tensor descriptor (an ``aggregates.Aggregate``) is carried
+  as its runtime parts and built again after the statement (``_Slot``): a loop
+  carries the parts that may move (a block pointer's offsets), a branch the
+  parts its two sides give different values.
+* A tuple is carried as its runtime leaves (``_TupleSlot``, ``tuples.flatten``):
+  every path must give it the same structure, and a branch yields only the
+  leaves its two sides give different values.
 
 ``normalize_returns`` rewrites ``if c: ...; return`` + rest into
 ``if c: ... else: rest`` before the walk, so the IR needs no return op;
@@ -29,6 +33,7 @@ from typing import Any
 import tilec.language as tl
 from tilec import ir
 from tilec.frontend import semantic
+from tilec.frontend.aggregates import Aggregate
 from tilec.frontend.common import is_tensor
 from tilec.frontend.tuples import describe_structure, flatten, rebuild
 
@@ -106,26 +111,60 @@ def _same_constant(a: Any, b: Any) -> bool:
     return isinstance(a, constant) and type(a) is type(b) and a == b
 
 
-@dataclass
-class Carried:
-    """The variables a runtime loop carries: their ``names`` and structures
-    (``tuples.flatten``), and one block argument per leaf, named ``leaf_names``
-    (``t[0]`` for a tuple's), with the initial values ``inits``."""
+@dataclass(frozen=True)
+class _Slot:
+    """One variable runtime control flow carries: ``template``, its value on entry
+    (before a loop, in the then-branch), and for each of the template's parts
+    whether it travels as an IR value (a tensor or number is one part, carried)."""
 
-    names: list[str]
-    shapes: list
-    leaf_names: list[str]
-    inits: list[semantic.Tensor]
+    name: str
+    template: Any
+    carried: tuple
 
-    def bind(self, leaves: list) -> dict:
-        """The variables rebuilt from ``leaves``, one per leaf in order."""
-        return _rebuild_all(self.names, self.shapes, leaves)
+    @staticmethod
+    def of(name: str, template: Any, carried: Any = None) -> "_Slot | _TupleSlot":
+        """A slot for ``template``; an aggregate carries ``carried`` (default: its moving
+        parts), a tuple each of its leaves (``_TupleSlot``)."""
+        if isinstance(template, tuple):
+            leaves, shape = flatten(template, name)
+            return _TupleSlot(name, template, shape, tuple(_Slot.of(n, v) for n, v in leaves))
+        if not isinstance(template, Aggregate):
+            return _Slot(name, template, (True,))
+        return _Slot(name, template, template.moving_parts() if carried is None else tuple(carried))
+
+    @staticmethod
+    def kept(name: str, template: Any) -> "_Slot":
+        """A slot that carries nothing: its value is ``template`` on every path."""
+        return _Slot(name, template, (False,) * (len(template.parts()) if isinstance(template, Aggregate) else 1))
+
+    def part_names(self) -> list[str]:
+        return [self.name] * sum(self.carried)
+
+    def rebuild(self, tensors) -> Any:
+        """The slot's value over the carried ``tensors`` (an iterator, consumed)."""
+        if not isinstance(self.template, Aggregate):
+            return next(tensors) if self.carried[0] else self.template
+        parts = self.template.parts()
+        return self.template.with_parts(tuple(next(tensors) if c else p for p, c in zip(parts, self.carried)))
 
 
-def _rebuild_all(names: list[str], shapes: list, leaves: list) -> dict:
-    """``names`` bound to the values of structures ``shapes`` rebuilt from ``leaves`` in order."""
-    it = iter(leaves)
-    return {name: rebuild(shape, it) for name, shape in zip(names, shapes)}
+@dataclass(frozen=True)
+class _TupleSlot:
+    """A tuple variable runtime control flow carries: ``template`` its value on
+    entry, its structure ``shape`` (``tuples.flatten``'s) and a slot per runtime
+    leaf (named ``t[0]``...)."""
+
+    name: str
+    template: tuple
+    shape: Any
+    leaves: tuple
+
+    def part_names(self) -> list[str]:
+        return [n for leaf in self.leaves for n in leaf.part_names()]
+
+    def rebuild(self, tensors) -> Any:
+        """The tuple over the carried ``tensors`` (an iterator, consumed)."""
+        return rebuild(self.shape, iter([leaf.rebuild(tensors) for leaf in self.leaves]))
 
 
 class ControlFlowMixin:
@@ -141,40 +180,60 @@ class ControlFlowMixin:
         self.error(f"{_describe(name)} holds a compile-time {type(value).__name__} ({value!r}) that would change "
                    "inside runtime control flow; only tensors and numbers can")
 
-    def yield_values(self, values: list[Any], names: list[str]) -> list[semantic.Tensor]:
+    def carried_tensors(self, slots: list[_Slot], values: list[Any]) -> list[semantic.Tensor]:
+        """The tensors that carry ``values`` (one per slot): numbers become tensors, an
+        aggregate gives its carried parts once it is checked against the slot's template."""
+        out = []
+        for slot, value in zip(slots, values):
+            if isinstance(slot, _TupleSlot):
+                out.extend(self.carried_tensors(list(slot.leaves), self.tuple_leaves(slot, value)))
+            elif isinstance(slot.template, Aggregate) or isinstance(value, Aggregate):
+                out.extend(self.aggregate_parts(slot, value))
+            elif slot.carried[0]:
+                out.append(self.as_carried(value, slot.name))
+        return out
+
+    def tuple_leaves(self, slot: _TupleSlot, value: Any) -> list[Any]:
+        """The runtime leaves of ``value``, which must have the structure of the slot's tuple."""
+        leaves, shape = flatten(value, slot.name)
+        if shape != slot.shape:
+            self.error(f"{_describe(slot.name)} is {describe_structure(slot.shape)} on one path but "
+                       f"{describe_structure(shape)} on another; a tuple must keep its structure (length, "
+                       "nesting and compile-time elements) through runtime control flow")
+        return [v for _, v in leaves]
+
+    def aggregate_parts(self, slot: _Slot, value: Any) -> list[semantic.Tensor]:
+        """The carried parts of ``value``, which must be an aggregate of the template's
+        kind whose other parts are the template's own (see the module doc)."""
+        template = slot.template
+        if not (isinstance(template, Aggregate) and template.same_kind(value)):
+            what = [v.describe() if isinstance(v, Aggregate) else self.describe(v) for v in (template, value)]
+            self.error(f"{_describe(slot.name)} is {what[0]} on one path but {what[1]} on another; runtime "
+                       "control flow needs it to be the same kind of value on every path")
+        parts = value.parts()
+        if any(p is not t for p, t, c in zip(parts, template.parts(), slot.carried) if not c):
+            self.error(f"{_describe(slot.name)} is {template.describe()} that runtime control flow carries by "
+                       f"its moving parts only, but it is rebuilt inside the loop; {template.loop_advice}")
+        return [p for p, c in zip(parts, slot.carried) if c]
+
+    @staticmethod
+    def rebuild(slots: list[_Slot], tensors: list) -> dict[str, Any]:
+        """Each slot's value over the carried ``tensors``, by name."""
+        it = iter(tensors)
+        return {slot.name: slot.rebuild(it) for slot in slots}
+
+    def yield_values(self, slots: list[_Slot], values: list[Any]) -> list[semantic.Tensor]:
         """Append ``yield values`` to the current block (numbers become tensors there)."""
-        tensors = [self.as_carried(v, n) for v, n in zip(values, names)]
+        tensors = self.carried_tensors(slots, values)
         self.builder.create(ir.Yield, values=[t.handle for t in tensors])
         return tensors
 
-    def split_carried(self, values: list, names: list[str]) -> tuple[list[tuple[str, Any]], list]:
-        """The runtime leaves of ``values`` (tuples taken apart, ``tuples.flatten``),
-        each with its name, and each value's structure (``Carried.bind``'s input)."""
-        leaves, shapes = [], []
-        for value, name in zip(values, names):
-            inner, shape = flatten(value, name)
-            leaves += inner
-            shapes.append(shape)
-        return leaves, shapes
-
-    def check_structure(self, name: str, before: Any, after: Any, where: tuple[str, str]) -> None:
-        """A carried tuple keeps its structure: ``before`` and ``after`` are
-        ``flatten``'s structures of ``name`` on the two sides ``where`` says."""
-        if before != after:
-            self.error(f"{_describe(name)} is {describe_structure(before)} {where[0]} but "
-                       f"{describe_structure(after)} {where[1]}; a tuple must keep its structure "
-                       "(length, nesting and compile-time elements) through runtime control flow")
-
-    def loop_carried(self, names: list[str]) -> Carried:
-        """The variables ``names`` as a runtime loop carries them (numbers made tensors)."""
-        leaves, shapes = self.split_carried([self.frame.scope[n] for n in names], names)
-        return Carried(names, shapes, [n for n, _ in leaves], [self.as_carried(v, n) for n, v in leaves])
-
-    def bind_results(self, op: ir.Op, carried: Carried, scope: dict) -> dict:
-        """``scope`` updated with the ``carried`` variables rebuilt from ``op``'s results (one per leaf)."""
-        for leaf, result in zip(carried.leaf_names, op.results):
-            result.name = None if leaf.startswith("$") else leaf
-        return {**scope, **carried.bind([semantic.Tensor(r) for r in op.results])}
+    def bind_results(self, op: ir.Op, slots: list[_Slot], scope: dict) -> dict:
+        """``scope`` updated with ``op``'s results, named after the variables they become."""
+        names = [n for slot in slots for n in slot.part_names()]
+        for name, result in zip(names, op.results):
+            result.name = None if name.startswith("$") else name
+        return {**scope, **self.rebuild(slots, [semantic.Tensor(r) for r in op.results])}
 
     def forget_names(self, inner: dict, where: str, before: str) -> None:
         """Remember why the names ``inner`` (a branch's or a loop body's scope) assigned
@@ -199,8 +258,9 @@ class ControlFlowMixin:
         then_block, then_scope = self.walk_branch(then_stmts, before)
         else_block, else_scope = self.walk_branch(else_stmts, before)
         merged, names = self.merge_branches(then_scope, else_scope)
-        merged.update(self.build_if(cond, (then_block, then_scope), (else_block, else_scope), names))
-        self.frame.scope = {**before, **merged}
+        slots = self.branch_slots(names, then_scope, else_scope)
+        op = self.build_if(cond, (then_block, then_scope), (else_block, else_scope), slots)
+        self.frame.scope = self.bind_results(op, slots, {**before, **merged})
         for scope in (then_scope, else_scope):
             self.forget_names(scope, "in only one branch of the runtime `if`", "the `if` (or in both branches)")
 
@@ -228,43 +288,50 @@ class ControlFlowMixin:
                 differ.append(name)
         return same, differ
 
-    def build_if(self, cond: ir.Value, then: tuple, other: tuple, names: list[str]) -> dict:
-        """Append the ``if`` whose branch blocks yield the values of ``names`` that
-        differ (tuples leaf by leaf: same structure in both, leaves both branches
-        agree on are not yielded) and return those names' values after it."""
-        then_leaves, shapes = self.split_carried([then[1][n] for n in names], names)
-        else_leaves, else_shapes = self.split_carried([other[1][n] for n in names], names)
-        for name, a, b in zip(names, shapes, else_shapes):
-            self.check_structure(name, a, b, ("in the then-branch", "in the else-branch"))
-        pairs = [(n, a, b) for (n, a), (_, b) in zip(then_leaves, else_leaves)]
-        differ = [(n, a, b) for n, a, b in pairs if not (a is b or _same_constant(a, b))]
+    def branch_slots(self, names: list[str], then_scope: dict, else_scope: dict) -> list:
+        """The slots of the names two branches give different values."""
+        return [self.branch_slot(name, then_scope[name], else_scope[name]) for name in names]
+
+    def branch_slot(self, name: str, a: Any, b: Any) -> "_Slot | _TupleSlot":
+        """The slot of ``name``, ``a`` in the then-branch and ``b`` in the else-branch:
+        an aggregate carries the parts that differ (a branch that only moves a block
+        pointer yields its offsets), a tuple the leaves that differ."""
+        if isinstance(a, tuple) and isinstance(b, tuple):
+            slot = _Slot.of(name, a)
+            pairs = zip(flatten(a, name)[0], self.tuple_leaves(slot, b))
+            return _TupleSlot(name, a, slot.shape, tuple(
+                _Slot.kept(n, x) if x is y or _same_constant(x, y) else self.branch_slot(n, x, y)
+                for (n, x), y in pairs))
+        differ = None
+        if isinstance(a, Aggregate) and isinstance(b, Aggregate) and a.same_kind(b):
+            differ = [p is not q for p, q in zip(a.parts(), b.parts())]
+        return _Slot.of(name, a, differ)
+
+    def build_if(self, cond: ir.Value, then: tuple, other: tuple, slots: list[_Slot]) -> ir.Op:
+        """Close both branch blocks with yields of ``slots`` (same types) and append the ``if``."""
         yielded = []
-        for (block, _), side in ((then, 1), (other, 2)):
+        for block, scope in (then, other):
             with self.builder.at(block):
-                yielded.append(self.yield_values([d[side] for d in differ], [d[0] for d in differ]))
-        for (name, _, _), a, b in zip(differ, *yielded):
+                yielded.append(self.yield_values(slots, [scope[s.name] for s in slots]))
+        for name, a, b in zip([n for s in slots for n in s.part_names()], *yielded):
             if a.handle.type != b.handle.type:
                 self.error(f"{_type_mismatch(name)}: {_describe(name)} has type {a.handle.type} in the then-branch "
                            f"but {b.handle.type} in the else-branch; both branches must give it the same type")
-        op = self.builder.create(ir.If, cond=cond, then_body=then[0], else_body=other[0])
-        results = iter(op.results)
-        leaves = [a if (a is b or _same_constant(a, b)) else self.if_result(next(results), n) for n, a, b in pairs]
-        return _rebuild_all(names, shapes, leaves)
+        return self.builder.create(ir.If, cond=cond, then_body=then[0], else_body=other[0])
 
-    @staticmethod
-    def if_result(result: ir.Value, name: str) -> semantic.Tensor:
-        """A result of a runtime ``if``, named after the variable (or tuple element) it becomes."""
-        result.name = None if name.startswith("$") else name
-        return semantic.Tensor(result)
-
-    def runtime_if_expr(self, cond: semantic.Tensor, body: ast.expr, orelse: ast.expr) -> semantic.Tensor:
-        """``x if c else y`` with a runtime ``c``: an ``if`` yielding one value."""
+    def runtime_if_expr(self, cond: semantic.Tensor, body: ast.expr, orelse: ast.expr) -> Any:
+        """``x if c else y`` with a runtime ``c``: an ``if`` yielding one value, or
+        none where both branches give the same constant, which is then the value
+        (``tl.store(p, a) if c else tl.store(p, b)`` is None, as in Triton)."""
         branches = []
         for expr in (body, orelse):
             block = ir.Block()
             with self.builder.at(block):
                 branches.append((block, {VALUE_SLOT: self.visit(expr)}))
-        return self.build_if(semantic.truth(self, cond), *branches, [VALUE_SLOT])[VALUE_SLOT]
+        same, names = self.merge_branches(branches[0][1], branches[1][1])
+        slots = self.branch_slots(names, branches[0][1], branches[1][1])
+        op = self.build_if(semantic.truth(self, cond), *branches, slots)
+        return self.bind_results(op, slots, {})[VALUE_SLOT] if names else same[VALUE_SLOT]
 
     # --- for -------------------------------------------------------------------------
     def visit_For(self, node: ast.For) -> None:
@@ -322,13 +389,14 @@ class ControlFlowMixin:
             self.error("the variable of a runtime loop must be a single name", node.target)
         lower, upper, step = self.loop_bounds(r)
         var = node.target.id
-        carried = self.loop_carried([n for n in self.carried_names(node.body) if n != var])
+        slots = self.loop_slots([n for n in self.carried_names(node.body) if n != var])
+        inits = self.carried_tensors(slots, [s.template for s in slots])
         body = ir.Block()
         iv = semantic.Tensor(body.add_arg(lower.type, var))
-        self.walk_loop_body(body, carried, node.body, {var: iv})
+        self.walk_loop_body(body, slots, inits, node.body, {var: iv})
         op = self.builder.create(ir.For, lower=lower, upper=upper, step=step,
-                                 inits=[t.handle for t in carried.inits], body=body)
-        self.frame.scope = self.bind_results(op, carried, self.frame.scope)
+                                 inits=[t.handle for t in inits], body=body)
+        self.frame.scope = self.bind_results(op, slots, self.frame.scope)
 
     def loop_bounds(self, r: tl.range) -> list[ir.Value]:
         """start, end, step as scalar ints of one type: i64 if any is 64-bit, else i32."""
@@ -350,23 +418,27 @@ class ControlFlowMixin:
         """Names the loop body assigns that are defined before the loop."""
         return [n for n in assigned_names(body) if n in self.frame.scope]
 
-    def walk_loop_body(self, block: ir.Block, carried: Carried, stmts: list, extra: dict) -> None:
-        """Walk ``stmts`` into ``block`` with ``carried``'s leaves as its arguments; yield their new values."""
+    def loop_slots(self, names: list[str]) -> list[_Slot]:
+        return [_Slot.of(n, self.frame.scope[n]) for n in names]
+
+    def block_args(self, block: ir.Block, slots: list[_Slot], inits: list) -> dict[str, Any]:
+        """``block``'s arguments, one per carried tensor, as the slots' values by name."""
+        names = [n for s in slots for n in s.part_names()]
+        return self.rebuild(slots, [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(names, inits)])
+
+    def walk_loop_body(self, block: ir.Block, slots: list[_Slot], inits: list, stmts: list, extra: dict) -> None:
+        """Walk ``stmts`` into ``block`` with the slots as its arguments; yield their new values."""
         before = self.frame.scope
-        args = [semantic.Tensor(block.add_arg(t.handle.type, n)) for n, t in zip(carried.leaf_names, carried.inits)]
-        self.frame.scope = {**before, **carried.bind(args), **extra}
+        self.frame.scope = {**before, **self.block_args(block, slots, inits), **extra}
         self.frame.loop_depth += 1
         try:
             with self.builder.at(block):
                 self.visit_block(stmts)
-                leaves, shapes = self.split_carried([self.frame.scope[n] for n in carried.names], carried.names)
-                for name, a, b in zip(carried.names, carried.shapes, shapes):
-                    self.check_structure(name, a, b, ("before the loop", "after one iteration"))
-                new = self.yield_values([v for _, v in leaves], carried.leaf_names)
+                new = self.yield_values(slots, [self.frame.scope[s.name] for s in slots])
         finally:
             self.frame.loop_depth -= 1
             self.frame.scope, body_scope = before, self.frame.scope
-        self.check_carried_types(carried.leaf_names, carried.inits, new)
+        self.check_carried_types([n for s in slots for n in s.part_names()], inits, new)
         self.forget_names(body_scope, "only inside the runtime loop", "the loop (it may run zero times)")
 
     def check_carried_types(self, names: list[str], inits: list, new: list) -> None:
@@ -379,21 +451,22 @@ class ControlFlowMixin:
     # --- while -----------------------------------------------------------------------
     def visit_While(self, node: ast.While) -> None:
         self.check_loop_syntax(node)
-        carried = self.loop_carried(self.carried_names(node.body))
+        slots = self.loop_slots(self.carried_names(node.body))
+        inits = self.carried_tensors(slots, [s.template for s in slots])
         before = ir.Block()
-        cond = self.while_condition(before, carried, node.test)
+        cond = self.while_condition(before, slots, inits, node.test)
         if cond is None:
             return
         after = ir.Block()
-        self.walk_loop_body(after, carried, node.body, {})
-        op = self.builder.create(ir.While, inits=[t.handle for t in carried.inits], before=before, after=after)
-        self.frame.scope = self.bind_results(op, carried, self.frame.scope)
+        self.walk_loop_body(after, slots, inits, node.body, {})
+        op = self.builder.create(ir.While, inits=[t.handle for t in inits], before=before, after=after)
+        self.frame.scope = self.bind_results(op, slots, self.frame.scope)
 
-    def while_condition(self, block: ir.Block, carried: Carried, test: ast.expr):
+    def while_condition(self, block: ir.Block, slots: list[_Slot], inits: list, test: ast.expr):
         """Fill the ``before`` region; None when the condition is a compile-time false (no loop)."""
-        args = [block.add_arg(t.handle.type, n) for n, t in zip(carried.leaf_names, carried.inits)]
         saved = self.frame.scope
-        self.frame.scope = {**saved, **carried.bind([semantic.Tensor(a) for a in args])}
+        self.frame.scope = {**saved, **self.block_args(block, slots, inits)}
+        args = list(block.args)
         try:
             with self.builder.at(block):
                 cond = self.visit(test)

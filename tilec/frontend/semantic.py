@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 from tilec import ir
 from tilec import language as tl
+from tilec.ir.fp8 import fp8_format
 
 
 class TypingError(Exception):
@@ -60,6 +61,7 @@ _TL_TO_IR = {
     "int1": ir.i1, "int8": ir.i8, "int16": ir.i16, "int32": ir.i32, "int64": ir.i64,
     "uint8": ir.u8, "uint16": ir.u16, "uint32": ir.u32, "uint64": ir.u64,
     "fp16": ir.f16, "bf16": ir.bf16, "fp32": ir.f32, "fp64": ir.f64,
+    "fp8e4nv": ir.f8e4nv, "fp8e5": ir.f8e5, "fp8e4b15": ir.f8e4b15, "fp8e4b8": ir.f8e4b8, "fp8e5b16": ir.f8e5b16,
 }
 _IR_TO_TL = {t: tl.dtype(name) for name, t in _TL_TO_IR.items()}
 
@@ -125,12 +127,45 @@ def emit(ctx, cls: type, **fields) -> Tensor:
     broadcast, dot...), so this is where the size limit is kept: past it
     the back end's straight-line code grows without bound (a 2**24 tile ran
     for minutes and gigabytes), and Triton refuses such tiles too."""
+    if issubclass(cls, _ELEMENTWISE_MATH) and any(_is_fp8_value(v) for v in fields.values()):
+        return _fp8_math(ctx, cls, fields)
     result = Tensor(ctx.builder.value(cls, **fields))
     if result.numel > MAX_TILE_NUMEL:
         raise TypingError(f"a tile of shape {result.shape} has {result.numel} elements, more than the limit of "
                           f"{MAX_TILE_NUMEL} (2**20, as in Triton); split the work into smaller blocks, in a loop "
                           "or over more programs")
     return result
+
+
+_ELEMENTWISE_MATH = (ir.UnaryOp, ir.BinaryOp, ir.Fma)
+
+
+def _is_fp8_value(v) -> bool:
+    return isinstance(v, ir.Value) and isinstance(ir.elem_type(v.type), ir.ScalarType) and ir.elem_type(v.type).is_fp8
+
+
+def _fp8_math(ctx, cls: type, fields: dict) -> Tensor:
+    """An elementwise op on fp8 operands, which the IR computes only in
+    wider floats: ``abs`` clears the sign bit (``_fp8_abs``); every other op
+    computes in float32 and a float result is rounded back once (to nearest
+    even) to the operands' fp8 type, which Triton's typing gives it."""
+    fp8 = next(ir.elem_type(v.type) for v in fields.values() if _is_fp8_value(v))
+    if cls is ir.Abs:
+        return _fp8_abs(ctx, Tensor(fields["src"]))
+    wide = {name: cast_to(ctx, Tensor(v), ir.f32).handle if _is_fp8_value(v) else v for name, v in fields.items()}
+    result = emit(ctx, cls, **wide)
+    return cast_to(ctx, result, fp8) if result.elem == ir.f32 else result
+
+
+def _fp8_abs(ctx, x: Tensor) -> Tensor:
+    """``|x|`` of an fp8 tile: its sign bit cleared (Triton's); the one NaN of
+    a format without negative zero (``0x80``) stays NaN."""
+    bits = bitcast_to(ctx, x, ir.u8)
+    cleared = emit(ctx, ir.And, lhs=bits.handle, rhs=constant(ctx, 0x7F, ir.u8, x.shape).handle)
+    if fp8_format(x.elem).family == "fnuz":
+        nan = emit(ctx, ir.Compare, lhs=bits.handle, rhs=constant(ctx, 0x80, ir.u8, x.shape).handle, pred="eq")
+        cleared = emit(ctx, ir.Select, cond=nan.handle, a=bits.handle, b=cleared.handle)
+    return bitcast_to(ctx, cleared, x.elem)
 
 
 def describe(x: Any) -> str:
@@ -244,9 +279,14 @@ def computation_type(a: ir.ScalarType, b: ir.ScalarType, a_weak: bool = False, b
         return ir.f32 if div_or_mod else ir.bf16
     if ir.bf16 in (a, b):
         return ir.f32
+    if a.is_fp8 and b.is_fp8:
+        return a if a == b else ir.f16
+    if a.is_fp8 or b.is_fp8:
+        raise TypingError(f"cannot combine {dtype_name(a)} with {dtype_name(b)} (as Triton): cast the "
+                          "integer to a float type, or the fp8 value with .to(tl.float32)")
     if div_or_mod and (a.kind == "uint") != (b.kind == "uint"):
-        raise TypingError(f"cannot use /, // or % with {dtype_name(a)} and {dtype_name(b)}: their signedness "
-                          "differs; cast one of them (x.to(tl.int32) or x.to(tl.uint32))")
+        raise TypingError(f"Cannot use /, // or % with {dtype_name(a)} and {dtype_name(b)} because they have "
+                          "different signedness; cast one of them (x.to(tl.int32) or x.to(tl.uint32))")
     return integer_promote(a, b)
 
 
@@ -371,6 +411,7 @@ def cast_to(ctx, x, to: ir.ElemType, rounding: Optional[str] = None) -> Tensor:
     if to == ir.i1:
         return nonzero(ctx, x)
     _check_pointer_cast(src, to)
+    _check_fp8_cast(src, to)
     return emit(ctx, ir.Cast, src=x.handle, to=to, rounding=rounding or "rtne")
 
 
@@ -380,6 +421,15 @@ def _is_float(t: ir.ElemType) -> bool:
 
 def is_float_tensor(x: Tensor) -> bool:
     return _is_float(x.elem)
+
+
+def _check_fp8_cast(src: ir.ElemType, to: ir.ElemType) -> None:
+    """fp8 values convert to and from floats only (Triton's rule; a bitcast reads their bits)."""
+    ends = [t for t in (src, to) if isinstance(t, ir.ScalarType)]
+    if any(t.is_fp8 for t in ends) and not (len(ends) == 2 and all(t.is_float for t in ends)):
+        raise TypingError(f"cannot cast {dtype_name(src)} to {dtype_name(to)}: fp8 types convert only to and "
+                          "from float types (go through tl.float32), or reinterpret their bits with "
+                          ".to(tl.uint8, bitcast=True)")
 
 
 def _check_pointer_cast(src: ir.ElemType, to: ir.ElemType) -> None:
@@ -464,8 +514,8 @@ def _integer_operands(ctx, lhs, rhs, symbol: str) -> tuple[Tensor, Tensor]:
     """``operands`` for the bitwise ops and shifts, which refuse floats and pointers."""
     a, b = operands(ctx, lhs, rhs, symbol)
     if not a.elem.is_int:
-        raise TypingError(f"`{symbol}` needs integer or boolean operands, got {describe(lhs)} and "
-                          f"{describe(rhs)}")
+        raise TypingError(f"invalid operands of type {describe(lhs)} and {describe(rhs)} for `{symbol}`: "
+                          "it needs integer or boolean operands")
     return a, b
 
 
@@ -598,8 +648,8 @@ def subscript(ctx, x, index) -> Any:
         return x[index]
     items = index if isinstance(index, tuple) else (index,)
     if any(not (it is None or _is_full_slice(it)) for it in items):
-        raise TypingError("tiles can only be indexed with None and ':' (as x[:, None]); "
-                          "to pick elements, use tl.where with a mask, or a reduction")
+        raise TypingError(f"unsupported tensor index {index!r}: tiles can only be indexed with None and ':' "
+                          "(as x[:, None]); to pick elements, use tl.where with a mask, or a reduction")
     for pos, it in enumerate(items):
         if it is None:
             if pos > len(x.shape):

@@ -1,10 +1,10 @@
-"""Index-driven ``tl`` functions: gather, flip, cat, sort, topk, histogram, swizzle2d.
+"""Index-driven ``tl`` functions: gather, flip, cat, sort, bitonic_merge, topk, histogram, swizzle2d.
 
 ``gather`` and ``histogram`` are IR ops of their own (``ir.indexing_ops``);
 the rest are built from existing ops: ``flip`` gathers at reversed
 positions, ``sort`` is a bitonic network whose every compare-and-swap step
-gathers each element's partner, ``topk`` gathers the head of a descending
-sort, ``cat`` is a join read back one operand after the other, and
+gathers each element's partner (``bitonic_merge`` is its last stage alone),
+``topk`` gathers the head of a descending sort, ``cat`` is a join read back one operand after the other, and
 ``swizzle2d`` is integer arithmetic.
 """
 from __future__ import annotations
@@ -96,6 +96,18 @@ def _compare_and_swap(ctx, x: Tensor, pos: Tensor, stride: int, want_smaller: Te
     return semantic.where(ctx, semantic.where(ctx, want_smaller, smaller, larger), partner, x)
 
 
+def _bitonic_merge(ctx, x: Tensor, pos: Tensor, block: int, ascending: Tensor) -> Tensor:
+    """One merge stage: compare-and-swap at strides ``block / 2`` down to 1,
+    each block of ``block`` elements sorted ``ascending`` where that holds
+    (per element), descending elsewhere, if it held a bitonic sequence."""
+    stride = block // 2
+    while stride >= 1:
+        lower = semantic.compare(ctx, "eq", semantic.binary(ctx, "and", pos, stride), 0)
+        x = _compare_and_swap(ctx, x, pos, stride, semantic.compare(ctx, "eq", lower, ascending))
+        stride //= 2
+    return x
+
+
 def bitonic_sort(ctx, x: Tensor, descending: bool) -> Tensor:
     """``x`` sorted along its last dim by a bitonic network: merges of
     growing blocks, alternately ascending and descending, the last one in the
@@ -103,18 +115,11 @@ def bitonic_sort(ctx, x: Tensor, descending: bool) -> Tensor:
     n = x.shape[-1]
     pos = _positions(ctx, x.shape, len(x.shape) - 1)
     block = 2
-    while block <= n:
-        if block < n:
-            ascending = semantic.compare(ctx, "eq", semantic.binary(ctx, "and", pos, block), 0)
-        else:
-            ascending = constant(ctx, not descending, ir.i1)
-        stride = block // 2
-        while stride >= 1:
-            lower = semantic.compare(ctx, "eq", semantic.binary(ctx, "and", pos, stride), 0)
-            x = _compare_and_swap(ctx, x, pos, stride, semantic.compare(ctx, "eq", lower, ascending))
-            stride //= 2
+    while block < n:
+        ascending = semantic.compare(ctx, "eq", semantic.binary(ctx, "and", pos, block), 0)
+        x = _bitonic_merge(ctx, x, pos, block, ascending)
         block *= 2
-    return x
+    return _bitonic_merge(ctx, x, pos, n, constant(ctx, not descending, ir.i1))
 
 
 def _sortable(ctx, value, fname: str) -> Tensor:
@@ -129,6 +134,14 @@ def _sort(ctx, x, dim, descending):
     t = _sortable(ctx, x, "tl.sort")
     _sort_axis(t, dim, "tl.sort")
     return bitonic_sort(ctx, t, bool(descending))
+
+
+@implements(tl.bitonic_merge)
+def _bitonic_merge_call(ctx, x, dim, descending):
+    t = _sortable(ctx, x, "tl.bitonic_merge")
+    _sort_axis(t, dim, "tl.bitonic_merge")
+    return _bitonic_merge(ctx, t, _positions(ctx, t.shape, len(t.shape) - 1), t.shape[-1],
+                          constant(ctx, not descending, ir.i1))
 
 
 @implements(tl.topk)

@@ -10,8 +10,9 @@ the user's line through ``ctx.error``.
 
 This file holds the registry, argument helpers, program geometry, tile
 creation, casts, memory, atomics and debugging; ``tl_math``, ``tl_libdevice``,
-``tl_shape``, ``tl_reduce``, ``tl_random``, ``tl_indexing``, ``tl_operators`` and
-``tl_compat`` hold the rest.
+``tl_shape``, ``tl_reduce``, ``tl_random``, ``tl_indexing``, ``tl_operators``,
+``tl_dot_scaled``, ``tl_compat``, ``tl_block_pointers``, ``tl_tensor_descriptors`` and
+``tl_custom`` hold the rest.
 """
 from __future__ import annotations
 
@@ -147,7 +148,11 @@ def one_of(value, allowed: tuple, what: str):
 # --------------------------------------------------------------------------- #
 
 def _grid_axis(axis, fname: str) -> int:
-    return one_of(const_int(axis, f"the axis of `{fname}`"), (0, 1, 2), f"the axis of `{fname}`")
+    """The constexpr grid axis of ``fname`` (0, 1 or 2); the message holds Triton's words."""
+    n = const_int(axis, f"the axis of `{fname}`")
+    if n not in (0, 1, 2):
+        raise TypingError(f"`{fname}`: {fname.removeprefix('tl.')} axis must be 0, 1, or 2 but got {n}")
+    return n
 
 
 @implements(tl.program_id)
@@ -220,8 +225,8 @@ def _cast(ctx, input, dtype, fp_downcast_rounding, bitcast):
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
 _EVICTION = ("", "evict_first", "evict_last", "evict_normal")
-_NO_BLOCK_POINTERS = ("block pointers (boundary_check, padding_option, tl.make_block_ptr) are not supported yet; "
-                      "use a tile of pointers (base + offsets) with a mask")
+_NO_BOUNDARY = ("`boundary_check` and `padding_option` are for block pointers (tl.make_block_ptr): a tile of "
+                "pointers or a scalar one has no boundary to check; guard it with a mask")
 
 
 def _storage_pointer(ctx, ptr: Tensor) -> Tensor:
@@ -233,13 +238,16 @@ def _storage_pointer(ctx, ptr: Tensor) -> Tensor:
 
 @implements(tl.load)
 def _load(ctx, pointer, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile):
-    ptr = pointer_arg(ctx, pointer, "tl.load")
-    if boundary_check or padding_option:
-        raise TypingError(_NO_BLOCK_POINTERS)
-    if other is not None and mask is None:
-        raise TypingError("`tl.load`: `other` needs a `mask` (the value used where the mask is false)")
     one_of(cache_modifier, _LOAD_CACHE, "`tl.load` cache_modifier")
     one_of(eviction_policy, _EVICTION, "`tl.load` eviction_policy")
+    if isinstance(pointer, tl_block_pointers.BlockPointer):  # its pointer tile and mask: tl_block_pointers.py
+        return tl_block_pointers.load(ctx, pointer, mask, other, boundary_check, padding_option, cache_modifier,
+                                      eviction_policy, volatile)
+    ptr = pointer_arg(ctx, pointer, "tl.load")
+    if boundary_check or padding_option:
+        raise TypingError(_NO_BOUNDARY)
+    if other is not None and mask is None:
+        raise TypingError("`tl.load`: `other` needs a `mask` (the value used where the mask is false)")
     is_bool = ptr.elem.elem == ir.i1
     ptr = _storage_pointer(ctx, ptr)
     other_value = None if other is None else fit_to(
@@ -255,27 +263,19 @@ def _store(ctx, pointer, value, mask, boundary_check, cache_modifier, eviction_p
     does: a float stored through an int pointer truncates toward zero.  Unlike
     Triton (which stores ``int8(value)`` through an int1 pointer), a value stored
     through an int1 pointer is ``value != 0``."""
-    ptr = writable_pointer_arg(ctx, pointer, "tl.store")
-    if boundary_check:
-        raise TypingError(_NO_BLOCK_POINTERS)
     one_of(cache_modifier, _STORE_CACHE, "`tl.store` cache_modifier")
     one_of(eviction_policy, _EVICTION, "`tl.store` eviction_policy")
+    if isinstance(pointer, tl_block_pointers.BlockPointer):  # its pointer tile and mask: tl_block_pointers.py
+        return tl_block_pointers.store(ctx, pointer, value, mask, boundary_check, cache_modifier, eviction_policy)
+    ptr = writable_pointer_arg(ctx, pointer, "tl.store")
+    if boundary_check:
+        raise TypingError(_NO_BOUNDARY)
     # Through the pointee type first: a value stored to an int1 pointer is `!= 0`, then a 0/1 byte.
     val = cast_to(ctx, value, ptr.elem.elem)
     ptr = _storage_pointer(ctx, ptr)
     val = fit_to(ctx, cast_to(ctx, val, ptr.elem.elem), ptr.shape, "value", "tl.store")
     ctx.builder.create(ir.Store, ptr=ptr.handle, value=val.handle, mask=mask_arg(ctx, mask, ptr.shape, "tl.store"),
                        cache=cache_modifier, eviction=eviction_policy)
-
-
-@implements(tl.make_block_ptr)
-def _make_block_ptr(ctx, base, shape, strides, offsets, block_shape, order):
-    raise TypingError(_NO_BLOCK_POINTERS)
-
-
-@implements(tl.advance)
-def _advance(ctx, base, offsets):
-    raise TypingError(_NO_BLOCK_POINTERS)
 
 
 # --------------------------------------------------------------------------- #
@@ -397,5 +397,8 @@ def _next_power_of_2(ctx, n):
 
 # The other tl_* modules register their functions on import.
 from tilec.frontend import (  # noqa: E402,F401
-    tl_compat, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape,
+    tl_compat, tl_dot_scaled, tl_indexing, tl_libdevice, tl_math, tl_operators, tl_random, tl_reduce, tl_shape,
+    tl_target,
 )
+from tilec.frontend import tl_block_pointers, tl_tensor_descriptors  # noqa: E402  (block pointers, descriptors)
+from tilec.frontend import tl_custom  # noqa: E402,F401  (inline_asm_elementwise, map_elementwise)

@@ -23,16 +23,25 @@ Body = Callable[..., list]
 # Reduce / scan machinery
 # --------------------------------------------------------------------------- #
 
+def scalar_region(ctx, arg_types: list, build: Callable[[list[Tensor]], list[ir.Value]]) -> ir.Block:
+    """A region taking scalars of ``arg_types``: ``build(args)`` emits its ops
+    (inside the region) and returns the values it yields.  Combine regions
+    and ``tl.map_elementwise``'s body are made this way."""
+    block = ir.Block()
+    args = [Tensor(block.add_arg(t)) for t in arg_types]
+    with ctx.builder.at(block):
+        ctx.builder.create(ir.Yield, values=build(args))
+    return block
+
+
 def combine_block(ctx, elems: list, body: Body) -> ir.Block:
     """A combine region over element types ``elems``, built by ``body(ctx, accs, xs)``."""
-    block = ir.Block()
-    args = [Tensor(block.add_arg(t)) for t in elems + elems]
     n = len(elems)
-    with ctx.builder.at(block):
+
+    def build(args: list[Tensor]) -> list[ir.Value]:
         results = body(ctx, args[:n], args[n:])
-        values = [_combine_result(ctx, r, t) for r, t in zip(results, elems)]
-        ctx.builder.create(ir.Yield, values=values)
-    return block
+        return [_combine_result(ctx, r, t) for r, t in zip(results, elems)]
+    return scalar_region(ctx, elems + elems, build)
 
 
 def _combine_result(ctx, value, t: ir.ElemType) -> ir.Value:
@@ -302,15 +311,25 @@ def _dot_acc(ctx, acc, shape: tuple, ret: ir.ScalarType) -> Tensor:
     return c
 
 
+def _fp8_as_f16(ctx, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Two fp8 operands (of any fp8 types, as Triton allows) as float16,
+    which holds every fp8 value: their products then accumulate in float32
+    (or ``out_dtype``) as Triton's fp8 dot does, on the existing paths."""
+    if all(isinstance(x.elem, ir.ScalarType) and x.elem.is_fp8 for x in (a, b)):
+        return cast_to(ctx, a, ir.f16), cast_to(ctx, b, ir.f16)
+    return a, b
+
+
 @implements(tl.dot)
 def _dot(ctx, input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype):
-    a, b = to_tensor(ctx, input), to_tensor(ctx, other)
+    a, b = _fp8_as_f16(ctx, to_tensor(ctx, input), to_tensor(ctx, other))
     _check_dot_shapes(a, b)
     if a.elem != b.elem:
         raise TypingError(f"`tl.dot` operands must share a dtype, got {describe(a)} and {describe(b)}; "
                           "cast one with .to()")
     if a.elem not in _DOT_INPUTS:
-        raise TypingError(f"`tl.dot` takes int8, float16, bfloat16, float32 or float64 tiles, got {describe(a)}")
+        raise TypingError(f"`tl.dot` takes int8, fp8, float16, bfloat16, float32 or float64 tiles, got "
+                          f"{describe(a)}")
     precision = _dot_precision(a.elem, input_precision, allow_tf32)
     c = _dot_acc(ctx, acc, a.shape[:-1] + b.shape[-1:], _dot_result_type(a.elem, out_dtype))
     return emit(ctx, ir.Dot, a=a.handle, b=b.handle, acc=c.handle, input_precision=precision)

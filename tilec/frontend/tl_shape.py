@@ -14,11 +14,13 @@ def _expand_dims(ctx, input, axis):
     x = to_tensor(ctx, input)
     axes = shape_arg(axis, "the axis of `tl.expand_dims`")
     rank = len(x.shape) + len(axes)
-    if any(not -rank <= a < rank for a in axes):
-        raise TypingError(f"`tl.expand_dims`: axis {axes} is out of range for a result of rank {rank}")
+    for a in axes:
+        if not -rank <= a < rank:
+            raise TypingError(f"`tl.expand_dims`: invalid axis {a}, expected {-rank} <= axis < {rank} for a result "
+                              f"of rank {rank}")
     normalized = sorted(a % rank for a in axes)
     if len(set(normalized)) != len(normalized):
-        raise TypingError(f"`tl.expand_dims`: repeated axis in {axes}")
+        raise TypingError(f"`tl.expand_dims`: duplicate axes, normalized axes = {normalized} (from {axes})")
     for a in normalized:
         x = emit(ctx, ir.ExpandDims, src=x.handle, axis=a)
     return x

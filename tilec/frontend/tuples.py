@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from tilec.frontend.aggregates import Aggregate
 from tilec.frontend.common import is_tensor, unwrap
 
 
@@ -98,8 +99,8 @@ class Structure:
 
 
 def _is_runtime(v: Any) -> bool:
-    """A tuple element runtime control flow carries: a tensor or a number."""
-    return is_tensor(v) or isinstance(v, (bool, int, float))
+    """A tuple element runtime control flow carries: a tensor, a number, a block pointer or descriptor."""
+    return is_tensor(v) or isinstance(v, (bool, int, float, Aggregate))
 
 
 def flatten(value: Any, name: str) -> tuple[list[tuple[str, Any]], Any]:

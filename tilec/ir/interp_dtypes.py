@@ -6,9 +6,11 @@ Two representations per type:
   ``bool``, ints -> numpy ints of the same width and signedness (wrapping),
   ``f16`` -> ``float16``, ``f32``/``f64`` as themselves, pointers -> ``int64``
   addresses, and ``bf16`` -> ``float32`` values that are always exactly
-  representable in bf16 (rounded to nearest even after every op);
+  representable in bf16 (rounded to nearest even after every op); the
+  fp8 types -> ``float32`` values of the type (``fp8.decode``'s);
 * the *memory* one, the bytes a load reads: ``i1`` -> ``uint8`` (0 or 1),
-  ``bf16`` -> ``uint16`` bits, everything else as its compute dtype.
+  ``bf16`` -> ``uint16`` bits, fp8 -> ``uint8`` bits, everything else as
+  its compute dtype.
 
 ``cast`` defines the ``Cast`` op (see its docstring for the rules).
 """
@@ -16,14 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilec.ir import fp8
 from tilec.ir.types import PointerType, ScalarType, bf16
 
 _COMPUTE = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
     "f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
+    **{name: np.float32 for name in fp8.FP8_FORMATS},
 }
-_MEMORY_OVERRIDES = {"i1": np.uint8, "bf16": np.uint16}
+_MEMORY_OVERRIDES = {"i1": np.uint8, "bf16": np.uint16, **{name: np.uint8 for name in fp8.FP8_FORMATS}}
 
 ADDRESS = np.dtype(np.int64)
 
@@ -46,6 +50,8 @@ def to_memory(x: np.ndarray, t) -> np.ndarray:
     """Compute representation -> memory representation."""
     if t == bf16:
         return bf16_bits(x)
+    if _is_fp8(t):
+        return fp8.to_bits(x, t)
     return x.astype(memory_dtype(t), copy=False)
 
 
@@ -53,6 +59,8 @@ def from_memory(m: np.ndarray, t) -> np.ndarray:
     """Memory representation -> compute representation (any nonzero byte is a true ``i1``)."""
     if t == bf16:
         return (m.astype(np.uint32) << 16).view(np.float32)
+    if _is_fp8(t):
+        return fp8.decode(m, t)
     if isinstance(t, ScalarType) and t.is_bool:
         return m != 0
     return m.astype(compute_dtype(t), copy=False)
@@ -86,6 +94,8 @@ def _f64_to_f32_odd(x: np.ndarray) -> np.ndarray:
 
 def round_float(x: np.ndarray, t: ScalarType) -> np.ndarray:
     """Float array ``x`` (any float dtype) rounded to nearest even in float type ``t``."""
+    if t.is_fp8:
+        return fp8.round_fp8(x, t)
     if t == bf16:
         if x.dtype == np.float64:
             x = _f64_to_f32_odd(x)
@@ -102,6 +112,8 @@ def _toward_zero(y: np.ndarray, t: ScalarType) -> np.ndarray:
 
 def round_float_rtz(x: np.ndarray, t: ScalarType) -> np.ndarray:
     """Float array ``x`` rounded toward zero in float type ``t`` (overflow gives the largest finite)."""
+    if t.is_fp8:
+        return fp8.round_fp8(x, t, "rtz")
     y = round_float(x, t)
     over = np.abs(y.astype(np.float64)) > np.abs(x.astype(np.float64))
     return np.where(over, _toward_zero(y, t), y) if over.any() else y
@@ -143,13 +155,18 @@ def _is_float(t) -> bool:
     return isinstance(t, ScalarType) and t.is_float
 
 
+def _is_fp8(t) -> bool:
+    return isinstance(t, ScalarType) and t.is_fp8
+
+
 def cast(x: np.ndarray, src, dst, rounding: str = "rtne") -> np.ndarray:
     """Convert compute-representation ``x`` of element type ``src`` to ``dst``.
 
     Anything -> ``i1`` is ``x != 0`` (as Triton); float -> int truncates and
     saturates (NaN -> 0); ints wrap on narrowing and extend by the source's
     signedness; floats round to nearest even (or toward zero with
-    ``rounding="rtz"``); pointers and ints exchange addresses.
+    ``rounding="rtz"``), to an fp8 type saturating (``fp8.encode``);
+    pointers and ints exchange addresses.
     """
     if isinstance(dst, ScalarType) and dst.is_bool:
         return x != 0

@@ -22,6 +22,7 @@ from ``interp_ops.PURE`` (use ``evaluate_pure`` to run one on its own).
 from __future__ import annotations
 
 import math
+import time
 from typing import Callable, Optional
 
 import numpy as np
@@ -216,6 +217,18 @@ def _program_id(op, frame):
 @runs(ir.NumPrograms)
 def _num_programs(op, frame):
     frame.bind(op.results, [np.full(1, frame.launch.grid[op.axis], np.int32)])
+
+
+@runs(ir.ProcessorId)
+def _processor_id(op, frame):
+    """The host runs every program on one processor, 0."""
+    frame.bind(op.results, [np.zeros(1, np.int32)])
+
+
+@runs(ir.GlobalTimer)
+def _global_timer(op, frame):
+    """Nanoseconds since the epoch, as the host's clock says when the read runs."""
+    frame.bind(op.results, [np.full(1, time.time_ns(), np.int64)])
 
 
 @runs(ir.If)
@@ -487,6 +500,7 @@ def _barrier(op, frame):
 
 
 from tilec.ir import interp_gpu  # noqa: E402,F401  (registers the GPU-level ops; needs the helpers above)
+from tilec.ir import interp_map  # noqa: E402,F401  (registers map_elementwise, inline_asm; needs run_block)
 
 for _cls in PURE:
     RUN.setdefault(_cls, _run_pure)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Optional
 
 from tilec.ir.core import Block, Op, Value, VerifyError, attr, operand, optional, region, variadic
 from tilec.ir import math_functions
-from tilec.ir.types import SCALAR_TYPES, ScalarType, TileType, Type, elem_type, i1, i32, is_float, is_int, is_pointer, shape_of, with_elem, with_shape
+from tilec.ir.types import SCALAR_TYPES, ScalarType, TileType, Type, elem_type, i1, i32, i64, is_float, is_int, is_pointer, shape_of, with_elem, with_shape
 
 
 def _fail(op: Op, msg: str) -> None:
@@ -84,6 +84,31 @@ class NumPrograms(Op):
 
     infer_types = ProgramId.infer_types
     verify = ProgramId.verify
+
+
+@dataclass(eq=False, kw_only=True)
+class ProcessorId(Op):
+    """The index of the processor (a GPU's streaming multiprocessor) that
+    runs this program, ``i32``: for scheduling studies and debugging, not a
+    coordinate (the interpreter runs every program on processor 0)."""
+
+    NAME = "processor_id"
+
+    def infer_types(self):
+        return [i32]
+
+
+@dataclass(eq=False, kw_only=True)
+class GlobalTimer(Op):
+    """A nanosecond clock all of the device's processors share, ``i64``.  Not
+    ``PURE``: every read is a value of its own, made where it stands (never
+    merged with another, hoisted out of a loop or deleted)."""
+
+    NAME = "global_timer"
+    PURE = False
+
+    def infer_types(self):
+        return [i64]
 
 
 @dataclass(eq=False, kw_only=True)

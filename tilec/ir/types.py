@@ -2,7 +2,9 @@
 
 A value's type is one of:
 
-* ``ScalarType`` -- ``i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64``;
+* ``ScalarType`` -- ``i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64`` and
+  the five 8-bit floats ``f8e4nv f8e5 f8e4b15 f8e4b8 f8e5b16`` (Triton's
+  ``float8*``; their formats are ``FP8_FORMATS`` in ``fp8.py``);
 * ``PointerType`` -- a pointer to a scalar (``ptr<f32>``, address space 1 by
   default, printed ``ptr<f32, 3>`` otherwise);
 * ``TileType`` -- a multi-dimensional block of scalars or pointers
@@ -52,6 +54,12 @@ class ScalarType:
         return self.kind == "bool"
 
     @property
+    def is_fp8(self) -> bool:
+        """One of the 8-bit floats: a float whose values live as their bit
+        patterns (no arithmetic of its own: casts, moves and selects)."""
+        return self.name.startswith("f8")
+
+    @property
     def is_signed(self) -> bool:
         return self.kind in ("int", "float")
 
@@ -68,11 +76,14 @@ _SCALAR_INFO = {
     "i8": (8, "int"), "i16": (16, "int"), "i32": (32, "int"), "i64": (64, "int"),
     "u8": (8, "uint"), "u16": (16, "uint"), "u32": (32, "uint"), "u64": (64, "uint"),
     "f16": (16, "float"), "bf16": (16, "float"), "f32": (32, "float"), "f64": (64, "float"),
+    "f8e4nv": (8, "float"), "f8e5": (8, "float"), "f8e4b15": (8, "float"), "f8e4b8": (8, "float"),
+    "f8e5b16": (8, "float"),
 }
 
 i1, i8, i16, i32, i64 = (ScalarType(n) for n in ("i1", "i8", "i16", "i32", "i64"))
 u8, u16, u32, u64 = (ScalarType(n) for n in ("u8", "u16", "u32", "u64"))
 f16, bf16, f32, f64 = (ScalarType(n) for n in ("f16", "bf16", "f32", "f64"))
+f8e4nv, f8e5, f8e4b15, f8e4b8, f8e5b16 = (ScalarType(n) for n in ("f8e4nv", "f8e5", "f8e4b15", "f8e4b8", "f8e5b16"))
 SCALAR_TYPES = {n: ScalarType(n) for n in _SCALAR_INFO}
 
 

@@ -31,13 +31,16 @@ class dtype:
     _INFO = {
         "int1": (1, "bool"), "int8": (8, "int"), "int16": (16, "int"), "int32": (32, "int"),
         "int64": (64, "int"), "uint8": (8, "uint"), "uint16": (16, "uint"), "uint32": (32, "uint"),
-        "uint64": (64, "uint"), "fp16": (16, "float"), "bf16": (16, "float"), "fp32": (32, "float"),
-        "fp64": (64, "float"),
+        "uint64": (64, "uint"), "fp8e4b15": (8, "float"), "fp8e4nv": (8, "float"), "fp8e4b8": (8, "float"),
+        "fp8e5": (8, "float"), "fp8e5b16": (8, "float"), "fp16": (16, "float"), "bf16": (16, "float"),
+        "fp32": (32, "float"), "fp64": (64, "float"),
     }
     # Triton's fp_mantissa_width: which float keeps more precision.
-    _MANTISSA = {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+    _MANTISSA = {"fp8e4b15": 3, "fp8e4nv": 3, "fp8e4b8": 3, "fp8e5": 2, "fp8e5b16": 2,
+                 "fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
     # Triton's exponent_bias of each float type.
-    _EXPONENT_BIAS = {"fp16": 15, "bf16": 127, "fp32": 127, "fp64": 1023}
+    _EXPONENT_BIAS = {"fp8e4b15": 15, "fp8e4nv": 7, "fp8e4b8": 8, "fp8e5": 15, "fp8e5b16": 16,
+                      "fp16": 15, "bf16": 127, "fp32": 127, "fp64": 1023}
 
     # Triton's lists of type names, by kind (``int1`` counts as unsigned, as in Triton).
     SINT_TYPES = [n for n, (_, kind) in _INFO.items() if kind == "int"]
@@ -188,12 +191,14 @@ class dtype:
         return f"tl.{self.codegen_name()}"
 
 
-_LONG_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+_LONG_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+               **{n: "float" + n[2:] for n in dtype.FP_TYPES if n.startswith("fp8")}}
 
 
 def _add_name_tests() -> None:
-    """Triton's ``is_int8()``, ``is_uint32()``, ``is_int1()``...: one test per integer type name."""
-    for name in dtype.SINT_TYPES + dtype.UINT_TYPES:
+    """Triton's ``is_int8()``, ``is_uint32()``, ``is_int1()``, ``is_fp8e4nv()``...:
+    one test per integer and fp8 type name."""
+    for name in dtype.SINT_TYPES + dtype.UINT_TYPES + [n for n in dtype.FP_TYPES if n.startswith("fp8")]:
         setattr(dtype, f"is_{name}", lambda self, name=name: self.name == name)
 
 
@@ -288,6 +293,10 @@ int1 = dtype("int1")
 int8, int16, int32, int64 = (dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, bfloat16, float32, float64 = (dtype(n) for n in ("fp16", "bf16", "fp32", "fp64"))
+# The 8-bit floats (formats: docs/language.md): OCP E4M3FN and E5M2 (NVIDIA's
+# from Ada and Hopper on), E4M3 with bias 15, and AMD's E4M3FNUZ and E5M2FNUZ.
+float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16 = (
+    dtype(n) for n in ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16"))
 pi32_t = pointer_type(int32)  # Triton's name for a pointer to int32
 
 # The most elements a tile may hold: a larger one is a compile error (as in Triton).
@@ -474,7 +483,12 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     false nothing is read and the result is ``other`` (cast to the pointee
     type; undefined if not given).  ``cache_modifier``: "", ".ca", ".cg",
     ".cv"; ``eviction_policy``: "", "evict_first", "evict_last".
-    Block pointers (``boundary_check``, ``padding_option``) are not supported yet.
+
+    ``pointer`` may be a block pointer (``tl.make_block_ptr``): the result is
+    its block, and ``boundary_check`` (dimensions) says which dimensions are
+    checked against the tensor's shape; an element outside them reads
+    ``padding_option`` ("zero", "nan"; "" reads zero too, where Triton leaves
+    it undefined).  A block pointer takes no ``mask`` or ``other``.
     """
 
 
@@ -485,17 +499,81 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     As in Triton, ``value`` is converted to the pointee type with ``tl.cast``
     rules: a float stored through an int pointer is truncated toward zero.
     ``cache_modifier``: "", ".wb", ".cg", ".cs", ".wt".
+
+    Through a block pointer (``tl.make_block_ptr``) ``value`` is its block (a
+    scalar splats); elements outside the dimensions ``boundary_check`` names
+    are not written.  A block pointer takes no ``mask``.
     """
 
 
 @builtin
 def make_block_ptr(base, shape, strides, offsets, block_shape, order):
-    """Block pointers are not supported yet: use a tile of pointers and masks."""
+    """A block pointer: the ``block_shape`` block at ``offsets`` of the tensor
+    at ``base`` of ``shape`` and ``strides`` (in elements).
+
+    ``shape`` and ``strides`` are int64, ``offsets`` int32 (one per dimension,
+    numbers or scalar tensors); ``block_shape`` is constexpr powers of two and
+    ``order`` a permutation of the dimensions (Triton's layout hint, checked
+    and kept).  ``tl.load``/``tl.store`` read and write the block, with
+    ``boundary_check`` guarding the dimensions it names; ``tl.advance`` moves
+    it.  A block pointer is carried through loops and branches like a tensor.
+    """
 
 
 @builtin
 def advance(base, offsets):
-    """Block pointers are not supported yet."""
+    """The block pointer ``base`` moved by ``offsets`` (int32, one per dimension)."""
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A tensor descriptor over the tensor at ``base`` of ``shape`` (int32) and
+    ``strides`` (int64, the last the constant 1), read and written in blocks of
+    ``block_shape`` (constexpr powers of two, 1 to 5 dimensions, at least 16
+    bytes in the last).
+
+    ``desc.load(offsets)`` reads the block at element ``offsets``: outside the
+    tensor it reads ``padding_option`` ("zero", or "nan" for floats).
+    ``desc.store(offsets, value)`` writes the block; elements outside the
+    tensor are not written.  ``desc.atomic_add/min/max/and/or/xor(offsets,
+    value)`` update it atomically the same way.  ``desc.shape``,
+    ``desc.strides``, ``desc.block_shape``, ``desc.dtype`` are Triton's.
+    """
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets):
+    """``desc.load(offsets)``: the block of tensor descriptor ``desc`` at ``offsets``."""
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """``desc.store(offsets, value)``: write ``value`` as the block of ``desc`` at ``offsets``."""
+
+
+class tensor_descriptor:
+    """A tensor descriptor inside a kernel (``tl.make_tensor_descriptor``, or a
+    kernel argument bound to a host ``TensorDescriptor``): see
+    ``make_tensor_descriptor`` for its methods and attributes."""
+
+
+class tensor_descriptor_type:
+    """The type of a tensor descriptor (``desc.type``): its ``block_type`` (element
+    dtype and block shape) and the number of dimensions of its shape and strides."""
+
+    def __init__(self, block_type: "block_type", rank: int):
+        self.block_type = block_type
+        self.rank = rank
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, tensor_descriptor_type) and (self.block_type, self.rank) == (other.block_type,
+                                                                                               other.rank)
+
+    def __hash__(self) -> int:
+        return hash((self.block_type, self.rank))
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor<{self.block_type!r}>"
 
 
 def _atomic_doc(what: str) -> str:

@@ -1,5 +1,5 @@
 """Tile ops that move or count elements by index: ``gather``, ``flip``,
-``cat``, ``sort``, ``topk``, ``histogram``, ``swizzle2d``; and the function
+``cat``, ``sort``, ``bitonic_merge``, ``topk``, ``histogram``, ``swizzle2d``; and the function
 forms of the arithmetic operators (``add``, ``sub``, ``mul``).
 
 Names, signatures and meanings follow Triton 3.6's ``triton.language``.
@@ -37,6 +37,15 @@ def sort(x, dim=None, descending=False):
     """``x`` sorted along its last dim (``dim`` may only name it), ascending
     unless ``descending``.  A bitonic network; NaNs end up in unspecified
     places.  Also ``x.sort()``."""
+
+
+@builtin
+def bitonic_merge(x, dim=None, descending=False):
+    """The last stage of ``tl.sort``'s bitonic network along the last dim
+    (``dim`` may only name it): ``x`` sorted, ascending unless ``descending``,
+    where it holds a bitonic sequence there (an ascending run then a
+    descending one: a sorted tile followed by a reverse-sorted one); other
+    inputs come out as Triton's network leaves them."""
 
 
 @builtin

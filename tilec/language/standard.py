@@ -45,12 +45,21 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
 @builtin
 def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
                rhs_k_pack=True, out_dtype=float32):
-    """The matrix product of two tiles in a microscaling format (fp4/fp8/bf16/fp16
-    elements with e8m0 block scales), as Triton's.
+    """The matrix product ``lhs @ rhs + acc`` of microscaled tiles, as Triton's
+    (emulated as Triton does where no matrix instruction takes them).
 
-    Not available yet: it needs the Hopper/Blackwell tensor-core support those
-    issues bring; calling it is a compile error at the call.  Meanwhile scale the
-    operands up to bf16 or fp16 yourself and use ``tl.dot``.
+    Formats (``lhs_format``/``rhs_format``, constexpr str): ``"e2m1"`` (fp4, two
+    codes a ``uint8``, the first in the low nibble, packed along K, or along M
+    for ``lhs``/N for ``rhs`` with ``k_pack=False``), ``"e4m3"``/``"e5m2"``
+    (fp8 codes as ``uint8``), ``"bf16"``/``"fp16"``.  ``lhs`` is ``[M, K]`` and
+    ``rhs`` ``[K, N]`` once unpacked (or batched 3-D).  A scale is ``None`` or
+    a ``uint8`` tile of e8m0 exponents, one per 32 K-elements, ``[M, K // 32]``
+    for ``lhs`` and ``[N, K // 32]`` (not transposed) for ``rhs``: each
+    element is multiplied by ``2**(s - 127)`` (0 for ``s = 0``; NaN for
+    ``0xFF``, infinity with ``fast_math``).  Operands are decoded exactly to
+    ``fp16`` if either format is ``"fp16"``, else ``bf16``, scaled in that
+    type, and multiplied as ``tl.dot`` does, accumulating in ``out_dtype``
+    (``float32`` only, as Triton) on ``acc``.
     """
 
 

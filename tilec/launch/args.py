@@ -20,7 +20,17 @@ it, the value the launcher passes, and where its memory lives.
   A DLPack array's address and dtype are read from its capsule (``dlpack.py``).
   A pointer whose address is 16-byte aligned carries
   ``("divisibility", 16)``.  bf16 host memory is passed as an ``int16`` view
-  of the same bytes (numpy has no bf16); the IR type says it is bf16.
+  of the same bytes (numpy has no bf16), fp8 host memory as a ``uint8``
+  view (torch's ``float8_e4m3fn``, ``float8_e5m2``, ``float8_e4m3fnuz`` and
+  ``float8_e5m2fnuz`` are Triton's ``float8e4nv``, ``float8e5``,
+  ``float8e4b8`` and ``float8e5b16``); the IR type says what they hold.  A
+  numpy ``uint8`` array stays ``uint8``.  ``reinterpret(x, dtype)``'s
+  wrapper is ``x`` with its element type replaced by ``dtype``'s (same width).
+* a host tensor descriptor (``tilec.tools.tensor_descriptor.TensorDescriptor``)
+  is one argument of type ``ir.kernel_params.DescriptorParam`` (its block shape
+  and padding select the variant) whose value is the tuple of what the kernel's
+  IR arguments for it take: the base's launch value, the shape (int32) and
+  the strides but the last (int64); ``launch_values`` spreads it out.
 
 ``SPECS`` is the launch fast path's cheap twin of ``classify_arg``: per exact
 type, a function from a value to its ``dispatch_key`` and the value a launch
@@ -36,12 +46,17 @@ from __future__ import annotations
 import functools
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 import numpy as np
 
-from tilec.ir.types import PointerType, ScalarType, Type, bf16, f16, f32, f64, i1, i8, i16, i32, i64, u8, u16, u32, u64
+from tilec.errors import ArgumentOverflowError
+from tilec.ir.kernel_params import DescriptorParam, ir_arguments
+from tilec.ir.types import (PointerType, ScalarType, Type, bf16, f8e4b8, f8e4nv, f8e5, f8e5b16, f16, f32, f64, i1, i8, i16,
+                             i32, i64, u8, u16, u32, u64)
 from tilec.launch.dlpack import dlpack_address_and_dtype
+from tilec.launch.reinterpret import TensorWrapper
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 DIVISIBLE_16 = (("divisibility", 16),)
 
@@ -50,8 +65,11 @@ ELEM_TYPES = {
     "bool": i1, "int8": i8, "int16": i16, "int32": i32, "int64": i64,
     "uint8": u8, "uint16": u16, "uint32": u32, "uint64": u64,
     "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
+    "float8_e4m3fn": f8e4nv, "float8_e5m2": f8e5, "float8_e4m3fnuz": f8e4b8, "float8_e5m2fnuz": f8e5b16,
 }
-_NUMPY_SCALAR = {t: np.dtype(n).type for n, t in ELEM_TYPES.items() if n != "bfloat16"}
+# The numpy dtype holding the bytes of an element type numpy lacks (bf16, fp8).
+_HOST_VIEWS = {bf16: np.int16, f8e4nv: np.uint8, f8e5: np.uint8, f8e4b8: np.uint8, f8e5b16: np.uint8}
+_NUMPY_SCALAR = {t: np.dtype(n).type for n, t in ELEM_TYPES.items() if t not in _HOST_VIEWS}
 
 # DLPack device types (dlpack.h): where a ``__dlpack_device__`` array lives.
 _DLPACK_PLACES = {1: "host", 2: "cuda", 10: "rocm"}
@@ -130,6 +148,18 @@ def without_specialization(a: KernelArg, keep_one: bool) -> KernelArg:
     return a
 
 
+def launch_values(args: Sequence[KernelArg]) -> list[tuple[str, Any]]:
+    """(IR argument name, launch value) of each argument of the kernel's IR that
+    ``args`` fill, in order: a tensor descriptor fills several, any other one."""
+    out = []
+    for a in args:
+        if isinstance(a.type, DescriptorParam):
+            out.extend(zip((n for n, _ in ir_arguments(a.name, a.type)), a.value))
+        else:
+            out.append((a.name, a.value))
+    return out
+
+
 def is_array(value: Any) -> bool:
     """True for anything ``classify_arg`` would pass as a pointer."""
     return any(accepts(value) for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS)
@@ -181,7 +211,7 @@ def _int_type(value: int, where: str) -> ScalarType:
         return i64
     if 2**63 <= value < 2**64:
         return u64
-    raise ValueError(f"{where}: integer {value} does not fit in 64 bits")
+    raise ArgumentOverflowError(f"{where}: integer {value} does not fit in 64 bits (int64 or uint64)")
 
 
 def _float_arg(name: str, value: float, where: str) -> KernelArg:
@@ -233,8 +263,9 @@ def _elem_type(dtype_name: str, where: str) -> ScalarType:
 
 def _numpy_arg(name: str, a: np.ndarray, where: str) -> KernelArg:
     t = _elem_type_of(a.dtype, _dtype_name, where)
-    memory = a.view(np.int16) if t == bf16 else a  # ml_dtypes bf16: same bytes, a dtype numpy knows
+    memory = a.view(_HOST_VIEWS[t]) if t in _HOST_VIEWS else a  # ml_dtypes: same bytes, a dtype numpy knows
     return _pointer_arg(name, t, memory, a.__array_interface__["data"][0], "host")
+
 
 
 def _pointer_arg(name: str, elem: ScalarType, value: Any, address: int, place: str,
@@ -258,7 +289,8 @@ def _torch_arg(name: str, t: Any, where: str) -> KernelArg:
         address = t.data_ptr()
         return _pointer_arg(name, elem, address, address, t.device.type, t.device.index)
     t = t.detach()
-    host = (t.view(sys.modules["torch"].int16) if elem == bf16 else t).numpy()  # shares t's memory
+    view = _HOST_VIEWS.get(elem)
+    host = (t.view(getattr(sys.modules["torch"], np.dtype(view).name)) if view else t).numpy()  # shares t's memory
     return _pointer_arg(name, elem, host, t.data_ptr(), "host")
 
 
@@ -286,13 +318,52 @@ def _dlpack_arg(name: str, value: Any, where: str) -> KernelArg:
                         place, int(device_index))
 
 
-_ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg)
+def _wrapper_arg(name: str, w: TensorWrapper, where: str) -> KernelArg:
+    """``reinterpret``'s wrapper: its base's pointer to ``w.dtype``'s elements."""
+    from tilec.frontend.semantic import TypingError, to_ir_type  # what dtype means to the front end
+    make = _array_maker(w.base)
+    if make is None:
+        raise TypeError(f"{where}: reinterpret wraps an array, not {type(w.base).__name__}")
+    arg = make(name, w.base, where)
+    try:
+        elem = to_ir_type(w.dtype)
+    except TypingError as e:
+        raise TypeError(f"{where}: {e}") from None
+    if not isinstance(elem, ScalarType) or elem.bytes != arg.type.elem.bytes or elem.is_bool:
+        raise TypeError(f"{where}: cannot reinterpret {arg.type.elem} data as {w.dtype!r}: "
+                        "the element widths must match")
+    return KernelArg(name, _pointer_to(elem), arg.value, arg.attrs, arg.place, arg.device)
+
+
+_ARRAY_MAKERS = (_numpy_arg, _torch_arg, _cuda_array_arg, _dlpack_arg, _wrapper_arg)
+
+
+def _descriptor_arg(name: str, d: TensorDescriptor, where: str) -> KernelArg:
+    """A host tensor descriptor: its base as an array, its shape and leading strides as
+    the scalars the kernel's IR arguments for it take (see the module doc)."""
+    make = _array_maker(d.base)
+    if make is None:
+        raise TypeError(f"{where}: the base of a TensorDescriptor must be an array, got {type(d.base).__name__}")
+    base = make(name, d.base, where)
+    if not all(0 <= n < 2**31 for n in d.shape):
+        raise ValueError(f"{where}: a TensorDescriptor's shape must fit in int32, got {d.shape}")
+    param = DescriptorParam(base.type, tuple(d.block_shape), d.padding)
+    value = (base.value, *(np.int32(n) for n in d.shape), *(np.int64(s) for s in d.strides[:-1]))
+    return KernelArg(name, param, value, base.attrs, base.place, base.device)
+
+
+def _array_maker(value: Any) -> Optional[Callable[[str, Any, str], KernelArg]]:
+    """The classifier of ``value`` when it is an array of a kind tilec takes (the base a
+    ``reinterpret`` wrapper or a tensor descriptor holds), else None."""
+    return next((make for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS and accepts(value)), None)
+
 
 # Exact types that decide their classification alone (duck-typed arrays never
 # do: one JAX type holds host and device arrays); everything else goes down
 # _CLASSIFIERS.
 _MAKER_OF_TYPE: dict[type, Callable[[str, Any, str], KernelArg]] = {
     type(None): _none_arg, bool: _bool_arg, int: _int_arg, float: _float_arg, np.ndarray: _numpy_arg,
+    TensorDescriptor: _descriptor_arg,
 }
 
 # First match wins: numpy scalars before Python ones (np.float64 is a float),
@@ -304,6 +375,7 @@ _CLASSIFIERS: list[tuple[Callable[[Any], bool], Callable[[str, Any, str], Kernel
     (lambda v: isinstance(v, int), _int_arg),
     (lambda v: isinstance(v, float), _float_arg),
     (lambda v: isinstance(v, np.ndarray), _numpy_arg),
+    (lambda v: isinstance(v, TensorWrapper), _wrapper_arg),
     (_is_torch_tensor, _torch_arg),
     (lambda v: hasattr(v, "__cuda_array_interface__"), _cuda_array_arg),
     (lambda v: hasattr(v, "__dlpack_device__"), _dlpack_arg),

@@ -26,6 +26,7 @@ import typing
 from typing import Any, Mapping, Sequence
 
 from tilec.ir.core import Function
+from tilec.ir.kernel_params import ir_arguments
 from tilec.launch.args import KernelArg
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options
 from tilec.targets.registry import backend_for
@@ -154,7 +155,7 @@ def kernel_ir(text: str, name: str, specs: Sequence) -> Function:
     except ParseError as e:
         raise EntryError(f"the IR does not parse: {e}") from None
     expect(fn.name == name, f"the IR is of `{fn.name}`, not `{name}`")
-    runtime = [(s.name, s.type) for s in specs if s.type is not None]
+    runtime = [pair for s in specs if s.type is not None for pair in ir_arguments(s.name, s.type)]
     expect(list(zip(fn.arg_names, (a.type for a in fn.args))) == runtime, "the IR's arguments are not the variant's")
     return fn
 

@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Optional, Sequence
 
 from tilec.environment import check_enabled
+from tilec.errors import LaunchOptionError
 from tilec.ir.core import Function
 from tilec.ir.printer import print_function
-from tilec.launch.args import KernelArg
+from tilec.launch.args import KernelArg, launch_values
 from tilec.launch.dump import dump_stage
 from tilec.targets.registry import Stage, backend_for
 
@@ -51,19 +52,19 @@ class Options:
         for name in ("num_warps", "num_stages", "num_ctas"):
             _check_positive_int(name, getattr(self, name))
         if self.num_warps & (self.num_warps - 1):
-            raise ValueError(f"num_warps must be a power of two, got {self.num_warps}")
+            raise LaunchOptionError(f"num_warps must be a power of 2 (1, 2, 4, 8, ...), got {self.num_warps}")
         if self.num_ctas != 1:
-            raise ValueError(f"num_ctas={self.num_ctas}: thread-block clusters are not supported yet; "
-                             "launch with num_ctas=1")
+            raise LaunchOptionError(f"num_ctas={self.num_ctas}: thread-block clusters are not supported yet; "
+                                    "launch with num_ctas=1")
         if self.maxnreg is not None:
             _check_positive_int("maxnreg", self.maxnreg)
         if not isinstance(self.enable_fp_fusion, bool):
-            raise ValueError(f"enable_fp_fusion must be True or False, got {self.enable_fp_fusion!r}")
+            raise LaunchOptionError(f"enable_fp_fusion must be True or False, got {self.enable_fp_fusion!r}")
 
 
 def _check_positive_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+        raise LaunchOptionError(f"{name} must be a positive int, got {value!r}")
 
 
 #: Every code option by name, with its default (``Options``' fields).
@@ -139,19 +140,21 @@ class CompiledKernel:
 
     def runtime_args(self, args: Sequence[KernelArg]) -> list:
         """The values of ``fn``'s arguments, picked by name from the classified ``args``."""
-        by_name = {a.name: a.value for a in args}
+        by_name = dict(launch_values(args))
         return [by_name[n] for n in self.fn.arg_names]
 
 
 def compile_variant(pyfn: Callable, args: Sequence[KernelArg], options: Options, target: str) -> CompiledKernel:
     """Build, check and optimize the IR of ``pyfn`` specialized for ``args``,
     then run the stages of ``target``'s backend."""
-    from tilec.ast_parse import build_ir  # the front end pulls in the whole language: load it on first compile
+    # the front end pulls in the whole language: load it on first compile
+    from tilec.ast_parse import CompileTarget, build_ir
 
     from tilec.opt import optimize
 
     specs = tuple(_arg_spec(a) for a in args)
-    built = build_ir(pyfn, list(specs))
+    where = CompileTarget(*backend_for(target).language_target(target), num_warps=options.num_warps)
+    built = build_ir(pyfn, list(specs), target=where)
     check_ir(built)
     compiled = CompiledKernel(built.name, built, specs, options, target, {"tir": print_function(built)})
     dump_stage(compiled, "tir")

@@ -48,17 +48,20 @@ from tilec.launch import cache as disk_cache
 from tilec.frontend.common import is_constexpr_annotation
 from tilec.frontend.source import read_source
 from tilec.errors import TilecError, require_function
+from tilec.ir.core import walk
+from tilec.ir.ops import While
 from tilec.launch.args import KernelArg, NotFast
 from tilec.launch.binder import make_binder, make_specializer
 from tilec.launch.compiler import OPTION_DEFAULTS, CompiledKernel, Options, compile_variant
 from tilec.launch.global_values import GlobalRead, check_globals, read_globals
 from tilec.launch.grid import Grid, grid_dims, normalize_grid
 from tilec.launch.params import classify_params, kernel_params, spec_tables
-from tilec.targets.registry import HOST_PLACE, Launcher, backend_for, backend_for_place
+from tilec.targets.registry import HOST_PLACE, Launcher, active_driver, backend_for, backend_for_place
 
 #: Triton's launch options that change how a kernel is launched, not its code
 #: (those are ``Options``), with their defaults.  A cooperative grid (blocks
-#: that wait for each other) is not supported yet; programmatic dependent
+#: that may wait for each other) runs where no block can wait, refused
+#: otherwise (``check_cooperative``); programmatic dependent
 #: launch is a scheduling hint tilec takes and does not act on.
 #: ``debug`` is Triton's switch for ``device_assert``, which tilec always checks.
 LAUNCH_FLAG_DEFAULTS: dict[str, Optional[bool]] = {"launch_cooperative_grid": False, "launch_pdl": False,
@@ -137,7 +140,11 @@ class JITFunction(KernelInterface):
 
     def warmup(self, *args: Any, grid: Grid = None, **kwargs: Any) -> CompiledKernel:
         """The variant a launch with these arguments runs, compiled (as Triton's
-        ``warmup``: nothing is launched; ``grid`` is accepted and unused)."""
+        ``warmup``: nothing is launched; ``grid`` is accepted and unused).  A
+        torch dtype stands for a tensor of that dtype on the active device
+        (``kernel.warmup(torch.float32, ..., grid=(1,))``, Triton's ``MockTensor``)."""
+        args = tuple(mock_tensor(a) for a in args)
+        kwargs = {name: mock_tensor(value) for name, value in kwargs.items()}
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     @property
@@ -194,6 +201,8 @@ class JITFunction(KernelInterface):
         and would give none next time either), and the ``options`` given."""
         plan = self._plan(args, kwargs, options)
         compiled = self.variant(plan)
+        if options.get("launch_cooperative_grid"):
+            check_cooperative(compiled)
         grid = normalize_grid(grid, plan.bound, self.__name__)
         plan.launcher.launch(compiled, grid, plan.args, plan.device, stream)
         # Only under keys the classification agrees with: a spec that disagreed would cost speed, not a wrong
@@ -364,10 +373,31 @@ def code_options(options: dict, kernel: str) -> Options:
         value = options.get(name, default)
         if not (isinstance(value, bool) or value is default):
             raise ValueError(f"kernel `{kernel}`: {name} must be True or False, got {value!r}")
-    if options.get("launch_cooperative_grid"):
-        raise TilecError(f"kernel `{kernel}`: launch_cooperative_grid=True (blocks that wait for each other) "
-                         "is not supported yet; launch without it")
     return Options(**{n: v for n, v in options.items() if n in OPTION_DEFAULTS})
+
+
+def mock_tensor(value: Any) -> Any:
+    """``value``, or for a torch dtype an empty tensor of it on the active
+    device (``tilec.runtime.driver.active``): it classifies as a pointer of
+    that dtype at address 0, aligned, as Triton's ``MockTensor`` does."""
+    if type(value).__name__ != "dtype" or type(value).__module__ != "torch":
+        return value
+    import torch
+
+    return torch.empty(0, dtype=value, device=active_driver().get_active_torch_device())
+
+
+def check_cooperative(compiled: CompiledKernel) -> None:
+    """Refuse ``launch_cooperative_grid=True`` for a kernel that may wait for
+    another block.  The flag promises that the grid's blocks run at once, so
+    that they may wait for each other; a kernel without a runtime ``while``
+    loop cannot wait (each block ends whatever the others do), so any launch
+    keeps that promise, the interpreter's one block after another included.
+    A kernel with one needs a cooperative launch, which no launcher makes yet."""
+    if any(isinstance(op, While) for op in walk(compiled.fn.body)):
+        raise TilecError(f"kernel `{compiled.name}`: launch_cooperative_grid=True for a kernel with a runtime "
+                         "`while` loop (its blocks may wait for each other, which needs them all resident at "
+                         "once) is not supported yet; launch without it")
 
 
 def jit(fn: Optional[Callable] = None, *, version: Any = None, do_not_specialize: Optional[Iterable] = None,

@@ -116,6 +116,8 @@ class Backend:
     * ``compile(compiled)``: run the stages on ``compiled.fn`` (most backends:
       ``launch.compiler.run_stages``) and check the kernel fits the target;
     * ``target(name)``: its ``targets.base.Target`` facts, when it goes through LLVM;
+    * ``language_target(name)``: Triton's ``(backend, arch, warp_size)`` of
+      target ``name``, what ``tl.target_info`` answers in a kernel compiled for it;
     * ``toolchain(target)``: what its outputs depend on besides tilec's source
       (tool versions and files: ``file_identity``), part of every cache key;
     * ``driver()``: its ``tilec.runtime.driver`` object, or a TilecError saying
@@ -146,6 +148,11 @@ class Backend:
     def target(self, name: str) -> Optional["Target"]:
         """The LLVM target facts of target ``name``; None for a family that does not use LLVM."""
         return None
+
+    def language_target(self, name: str) -> tuple[str, Any, int]:
+        """Triton's ``(backend, arch, warp_size)`` of target ``name`` (``GPUTarget``'s
+        fields): by default the target's name for both, one thread a warp."""
+        return (name, name, 1)
 
     def toolchain(self, target: str) -> tuple:
         """The cache key's part for ``target``: plain values, the same in every

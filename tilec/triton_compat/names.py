@@ -22,10 +22,12 @@ ALIASES = {
     "triton.language.math": "tilec.language.math",
     "triton.language.random": "tilec.language.random",
     "triton.language.standard": "tilec.language.standard",
+    "triton.language.target_info": "tilec.language.target_info",
     "triton.language.extra": "tilec.language.extra",
     "triton.language.extra.libdevice": "tilec.language.extra.libdevice",
     "triton.language.extra.cuda": "tilec.language.extra.cuda",
     "triton.language.extra.cuda.libdevice": "tilec.language.extra.cuda.libdevice",
+    "triton.language.extra.cuda.utils": "tilec.language.extra.cuda.utils",
     "triton.runtime.driver": "tilec.runtime.driver",
 }
 
@@ -37,6 +39,7 @@ EXPORTS: dict[str, dict[str, str]] = {
         "next_power_of_2": "tilec:next_power_of_2", "CompilationError": "tilec:CompilationError",
         "OutOfResources": "tilec:OutOfResources", "TritonError": "tilec:TilecError",
         "KernelInterface": "tilec.runtime:KernelInterface", "__version__": "tilec.triton_compat.names:TRITON_VERSION",
+        "reinterpret": "tilec:reinterpret", "TensorWrapper": "tilec:TensorWrapper",
     },
     "triton.runtime": {
         "JITFunction": "tilec:JITFunction", "Autotuner": "tilec.launch.autotune:Autotuner",
@@ -45,7 +48,8 @@ EXPORTS: dict[str, dict[str, str]] = {
         "OutOfResources": "tilec:OutOfResources", "KernelInterface": "tilec.runtime:KernelInterface",
     },
     "triton.runtime.jit": {"JITFunction": "tilec:JITFunction", "jit": "tilec:jit",
-                           "KernelInterface": "tilec.runtime:KernelInterface"},
+                           "KernelInterface": "tilec.runtime:KernelInterface", "reinterpret": "tilec:reinterpret",
+                           "TensorWrapper": "tilec:TensorWrapper"},
     "triton.runtime.autotuner": {
         "Autotuner": "tilec.launch.autotune:Autotuner", "Heuristics": "tilec.launch.autotune:Heuristics",
         "Config": "tilec:Config", "autotune": "tilec:autotune", "heuristics": "tilec:heuristics",
@@ -55,6 +59,8 @@ EXPORTS: dict[str, dict[str, str]] = {
     "triton.compiler": {"CompilationError": "tilec:CompilationError", "CompiledKernel": "tilec:CompiledKernel"},
     "triton.compiler.errors": {"CompilationError": "tilec:CompilationError"},
     "triton.testing": {"do_bench": "tilec.testing:do_bench"},
+    "triton.tools": {},
+    "triton.tools.tensor_descriptor": {"TensorDescriptor": "tilec.tools.tensor_descriptor:TensorDescriptor"},
 }
 
 # Submodules a module imports when it is imported, as Triton's do (``import
@@ -62,11 +68,12 @@ EXPORTS: dict[str, dict[str, str]] = {
 # answer a missing name with ``missing``'s message too).
 SUBMODULES = {
     "triton": ("language", "runtime", "compiler", "testing"),
-    "triton.language": ("extra",),
+    "triton.language": ("extra", "target_info"),
     "triton.language.extra": ("cuda", "libdevice"),
-    "triton.language.extra.cuda": ("libdevice",),
+    "triton.language.extra.cuda": ("libdevice", "utils"),
     "triton.runtime": ("jit", "autotuner", "errors", "driver"),
     "triton.compiler": ("errors",),
+    "triton.tools": ("tensor_descriptor",),
 }
 
 def resolve(reference: str) -> Any:

@@ -26,6 +26,12 @@ class InterpreterBackend(Backend):
     def compile(self, compiled: Any) -> None:
         """Nothing to do: the interpreter runs ``compiled.fn`` as optimized."""
 
+    def language_target(self, name: str) -> tuple[str, Any, int]:
+        """No GPU backend (``is_cuda()`` is False, as in its driver's
+        ``get_current_target()``), warps of 32 threads (the driver's warp size
+        is the default GPU target's, whose facts load LLVM: not on a host compile)."""
+        return ("host", "host", 32)
+
     def launcher(self) -> Launcher:
         from tilec.backends.interpreter import launcher
 

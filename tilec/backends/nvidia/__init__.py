@@ -4,10 +4,11 @@ the CUDA driver, for the archs of ``target.ARCHS`` (``sm_80`` ... ``sm_90a``).
 Its rooms: ``target.py`` (the facts of each arch), ``stages.py`` (the pipeline
 after ``optimize``: layouts, LLVM IR, PTX, cubin; the resource checks),
 ``layouts.py`` and ``pipeline.py`` (the passes only it needs), ``mma.py``,
-``async_copy.py`` and ``libdevice.py`` (its codegen rules), ``ptxas.py`` and
-``ptx_cfg.py`` (its toolchain and the PTX checks), ``cuda.py``,
-``cuda_driver.py`` and ``libcuda.py`` (its launcher, for arrays on CUDA
-devices) and ``runtime_driver.py`` (``tilec.runtime.driver.active`` on a GPU).
+``async_copy.py``, ``special_registers.py`` and ``libdevice.py`` (its
+codegen rules), ``ptxas.py`` and ``ptx_cfg.py`` (its toolchain and the PTX
+checks), ``cuda.py``, ``cuda_driver.py`` and ``libcuda.py`` (its launcher,
+for arrays on CUDA devices) and ``runtime_driver.py``
+(``tilec.runtime.driver.active`` on a GPU).
 
 This package is what the registry imports: it loads none of those rooms but
 ``target.py`` (no LLVM, no cuda-python); each method imports what it needs.
@@ -47,6 +48,10 @@ class NvidiaBackend(Backend):
 
     def target(self, name: str) -> Target:
         return nvptx_target(name)
+
+    def language_target(self, name: str) -> tuple[str, Any, int]:
+        """CUDA with the compute capability as an int (``sm_90a`` -> 90), as Triton's driver says."""
+        return ("cuda", int(name.removeprefix("sm_").rstrip("a")), self.target(name).warp_size)
 
     def toolchain(self, target: str) -> tuple:
         """LLVM (llvmlite's version) and the ptxas and libdevice files found (no

@@ -36,7 +36,7 @@ from tilec.errors import TilecError
 from tilec.ir.types import PointerType
 from tilec.backends.nvidia.target import ARCHS, DEFAULT_ARCH, WARP_SIZE
 from tilec.backends.nvidia import cuda_driver as cd, libcuda
-from tilec.launch.args import KernelArg
+from tilec.launch.args import KernelArg, launch_values
 from tilec.launch.compiler import CompiledKernel
 from tilec.backends.nvidia.stages import check_registers
 
@@ -140,7 +140,7 @@ def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Lo
     finally:
         if pushed:
             cd.leave_context()
-    names = [a.name for a in args]
+    names = [name for name, _ in launch_values(args)]
     return Loaded(kernel, ctx, int(ctx), parameter_frame(compiled), tuple(names.index(n) for n in compiled.fn.arg_names),
                   (threads, 1, 1), compiled.metadata.shared, sync_enabled())
 
@@ -277,7 +277,8 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     """Run ``compiled`` over ``grid`` on ``device`` (None: ask the driver where the arrays live)."""
     if 0 in grid:
         return  # nothing to run: not even a reason to load the kernel
-    loaded_on(compiled, args, _resolve_device(args, device)).launch(grid, [a.value for a in args], stream)
+    values = [value for _, value in launch_values(args)]
+    loaded_on(compiled, args, _resolve_device(args, device)).launch(grid, values, stream)
 
 
 def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Callable[..., None]:

@@ -5,14 +5,16 @@ Thread and program ids are PTX special registers (``%tid.x``, ``%ctaid.y``,
 ``%nctaid.z``), read through ``llvm.nvvm.read.ptx.sreg.*``; the block barrier
 is ``bar.sync 0``; lanes swap words with ``shfl.sync.bfly``; ``printf`` is
 CUDA's ``vprintf`` (its arguments packed in a buffer) and a failed assertion
-calls ``__assertfail``.  The kernel is a ``ptx_kernel`` with ``.maxntid``
+calls ``__assertfail``; ``tl.inline_asm_elementwise``'s text is PTX,
+pasted inline.  The kernel is a ``ptx_kernel`` with ``.maxntid``
 (and ``.maxnreg`` when the launch asks for it).  Atomic scopes: ``gpu`` is
 LLVM's ``device`` scope (``fence.acq_rel.gpu``), ``cta`` is ``block``;
 ``sys`` is the whole system, which also orders against the host and other
 GPUs, on every try of every spinning program.
 
-The math library is libdevice (``NvidiaMath``); the tensor-core and
-asynchronous-copy rules come from ``mma.py`` and ``async_copy.py``.
+The math library is libdevice (``NvidiaMath``); the tensor-core,
+asynchronous-copy and other special-register rules come from ``mma.py``,
+``async_copy.py`` and ``special_registers.py``.
 """
 from __future__ import annotations
 
@@ -25,9 +27,10 @@ from tilec import ir
 from tilec.codegen_llvm import TargetLowering
 from tilec.codegen_llvm.debug import GENERIC, string_constant
 from tilec.codegen_llvm.kernel import I32, I64, Ctx
+from tilec.codegen_llvm.maps import emit_inline_asm
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call
 from tilec.codegen_llvm.scalar_math import library
-from tilec.backends.nvidia import async_copy, mma
+from tilec.backends.nvidia import async_copy, mma, special_registers
 from tilec.backends.nvidia.libdevice import LIBDEVICE_PREFIX
 from tilec.backends.nvidia.target import launch_bounds_attrs
 
@@ -61,7 +64,7 @@ class NvidiaLowering(TargetLowering):
     maxnreg: Optional[int] = None
 
     name = "NVIDIA"
-    rules = {**mma.RULES, **async_copy.RULES}
+    rules = {**mma.RULES, **async_copy.RULES, **special_registers.RULES}
     math = NvidiaMath()
     calling_convention = "ptx_kernel"
     shared_address_space = SHARED_SPACE
@@ -99,6 +102,11 @@ class NvidiaLowering(TargetLowering):
         fail = ctx.declare("__assertfail", llir.VoidType(), [GENERIC, GENERIC, I32, GENERIC, I64])
         texts = [string_constant(ctx, text) for text in (message, file, function)]
         ctx.b.call(fail, [texts[0], texts[1], I32(line), texts[2], I64(1)])
+
+    def inline_asm(self, ctx: Ctx, asm: str, constraints: str, operands: list[llir.Value],
+                   result: llir.Type, side_effects: bool) -> llir.Value:
+        """The author's PTX, inline (LLVM's NVPTX backend pastes it into the kernel)."""
+        return emit_inline_asm(ctx, asm, constraints, operands, result, side_effects)
 
     def kernel_attributes(self, num_warps: int) -> dict[str, str]:
         attrs = launch_bounds_attrs(num_warps)
