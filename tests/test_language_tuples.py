@@ -113,6 +113,25 @@ def test_tuples_through_loops_branches_and_helpers(n, flip, seed):
     np.testing.assert_array_equal(out, acc + n + n + 2.0 ** n)
 
 
+@tilec.jit
+def block_pointer_tuple_kernel(x_ptr, out_ptr, n, B: tl.constexpr):
+    """A block pointer inside a tuple a runtime loop carries (it moves, the sum grows)."""
+    bp = tl.make_block_ptr(x_ptr, shape=(n * B,), strides=(1,), offsets=(0,), block_shape=(B,), order=(0,))
+    state = (bp, tl.zeros((B,), tl.float32))
+    for i in range(n):
+        p, acc = state
+        state = (tl.advance(p, (B,)), acc + tl.load(p))
+    tl.store(out_ptr + tl.arange(0, B), state[1])
+
+
+@PROPERTY
+@given(n=st.integers(0, 4))
+def test_a_block_pointer_in_a_carried_tuple(n):
+    x, out = np.arange(max(n, 1) * B, dtype=np.float32), np.zeros(B, np.float32)
+    block_pointer_tuple_kernel[(1,)](x, out, n, B=B)
+    np.testing.assert_array_equal(out, x[:n * B].reshape(n, B).sum(0) if n else np.zeros(B))
+
+
 class Strided(NamedTuple):
     ptr: object
     n: int
