@@ -253,7 +253,7 @@ def call(ctx, fn, *args, **kwargs):
     (lambda c: call(c, tl.arange, 4, 4), "end must be greater than start"),
     (lambda c: call(c, tl.arange, 0, tile(c, ir.i32, ())), "must be a constexpr int"),
     (lambda c: call(c, tl.load, tile(c, ir.i32, ())), "`tl.load` needs a pointer, got int32"),
-    (lambda c: call(c, tl.load, c.arg(ir.PointerType(ir.f32)), boundary_check=(0,)), "not supported yet"),
+    (lambda c: call(c, tl.load, c.arg(ir.PointerType(ir.f32)), boundary_check=(0,)), "are for block pointers"),
     (lambda c: call(c, tl.load, tile(c, ir.PointerType(ir.f32), (4,)), mask=tile(c, ir.i1, (8,))),
      r"mask of shape \(8,\) does not fit the pointer's shape \(4,\)"),
     (lambda c: call(c, tl.load, tile(c, ir.PointerType(ir.f32), (4,)), mask=tile(c, ir.i32, (4,))),
