@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import os
 from pathlib import Path
@@ -132,3 +133,19 @@ def test_the_cuda_wheels_layouts_are_found(folder, monkeypatch, tmp_path, fresh_
     monkeypatch.delenv("TILEC_PTXAS", raising=False)
     monkeypatch.setattr(ptxas_mod, "_namespace_dirs", lambda package: [tmp_path / package] if package == "nvidia" else [])
     assert [find_libdevice(), find_ptxas()] == wanted
+
+
+def test_an_installed_triton_is_found_behind_an_alias(monkeypatch, tmp_path, fresh_caches):
+    """Where `triton` imports as an alias of tilec (drop-in mode, Triton's tests on
+    tilec), the installed Triton's bundled tools are still found: through its
+    distribution's files, not the import system."""
+    site, alias = tmp_path / "site", tmp_path / "alias"
+    (site / "triton-3.6.0.dist-info").mkdir(parents=True)
+    (site / "triton-3.6.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: triton\nVersion: 3.6.0\n")
+    (site / "triton").mkdir()
+    (alias / "triton").mkdir(parents=True)
+    (alias / "triton" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(alias))
+    importlib.invalidate_caches()
+    assert site / "triton" in ptxas_mod._triton_dirs()

@@ -10,6 +10,7 @@ ships both under `nvidia/cuda_nvcc/` (`WHEEL_DIRS`).
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import re
 import shutil
@@ -63,6 +64,19 @@ def _namespace_dirs(package: str) -> list[Path]:
     return [Path(p) for p in spec.submodule_search_locations]
 
 
+def _triton_dirs() -> list[Path]:
+    """The installed Triton package's directories, found by its distribution's
+    metadata as well as by the import system: where ``triton`` resolves to an
+    alias of tilec (drop-in mode, Triton's own tests run on tilec), the import
+    system finds the alias, not the installed package and its bundled tools."""
+    dirs = _namespace_dirs("triton")
+    try:
+        installed = Path(str(importlib.metadata.distribution("triton").locate_file("triton")))
+    except importlib.metadata.PackageNotFoundError:
+        return dirs
+    return dirs + [installed] if installed not in dirs else dirs
+
+
 def _wheel_files(relative: str) -> list[Path]:
     """Where the CUDA tool wheels would install ``relative`` (``bin/ptxas``, ...)."""
     return [d / sub / relative for d in _namespace_dirs("nvidia") for sub in WHEEL_DIRS]
@@ -82,7 +96,7 @@ def find_ptxas() -> Path | None:
     env = toolchain_file("TILEC_PTXAS")
     if env is not None:
         return env
-    triton = [d / "backends" / "nvidia" / "bin" / "ptxas" for d in _namespace_dirs("triton")]
+    triton = [d / "backends" / "nvidia" / "bin" / "ptxas" for d in _triton_dirs()]
     found = _first_file(_wheel_files("bin/ptxas") + triton)
     if found is not None:
         return found
@@ -97,7 +111,7 @@ def find_libdevice() -> Path | None:
     env = toolchain_file("TILEC_LIBDEVICE")
     if env is not None:
         return env
-    triton = [d / "backends" / "nvidia" / "lib" / "libdevice.10.bc" for d in _namespace_dirs("triton")]
+    triton = [d / "backends" / "nvidia" / "lib" / "libdevice.10.bc" for d in _triton_dirs()]
     return _first_file(_wheel_files("nvvm/libdevice/libdevice.10.bc") + triton)
 
 
