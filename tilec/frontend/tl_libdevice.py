@@ -19,6 +19,7 @@ from tilec.frontend import semantic
 from tilec.frontend.semantic import Tensor, TypingError, broadcast_to, cast_to, describe, dtype_name, emit, to_tensor
 from tilec.frontend.tl_ops import BUILTINS, implements
 from tilec.ir.math_functions import FUNCTIONS, VALUE
+from tilec.language.extra import libdevice as _libdevice  # the module itself: `tl.extra`'s attribute can be rebound
 
 # Stub name -> the ``math_functions`` name where they differ.
 _RENAMED = {"finitef": "finite", "isfinited": "finite"}
@@ -76,7 +77,7 @@ for _stub_name in tl.math.LIBDEVICE_FUNCTIONS:
     _name = _RENAMED.get(_stub_name, _stub_name)
     if _name in FUNCTIONS:
         _implement(getattr(tl.math, _stub_name), _name)
-_implement(tl.extra.libdevice.exp, "exp")  # libdevice's own, unlike tl.exp
+_implement(_libdevice.exp, "exp")  # libdevice's own, unlike tl.exp
 
 
 @implements(tl.math.pow)
