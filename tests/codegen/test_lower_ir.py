@@ -63,3 +63,17 @@ def test_a_bug_in_a_rule_is_reported_at_the_kernel_line():
 def test_a_tilec_error_without_a_place_gets_the_op_line():
     with pytest.raises(CompilationError, match=r"^kernels/mine\.py:7: no such thing \(in kernel `k`\)$"):
         lower_text(ADD_AT_LINE_7, _lowering_whose_add_raises(TilecError("no such thing")))
+
+
+def test_a_gather_whose_index_and_result_layouts_differ_is_reported_at_its_line():
+    """The layout pass gives a gather's index tile and result one layout; IR
+    that breaks this is reported at the op's line, saying so."""
+    other = "blocked<[4, 1], [4, 8], [1, 4], [0, 1]>"
+    text = f"""func @k(%x: i32) {{
+  %r = constant {{value = 1, type = tile<32x16xi8>}} : tile<32x16xi8, {BLOCKED}>
+  %ix = constant {{value = 0, type = tile<32x16xi32>}} : tile<32x16xi32, {BLOCKED}>
+  %g = gather %r, %ix {{axis = 1}} : tile<32x16xi8, {other}> loc("kernels/mine.py":9:4)
+}}
+"""
+    with pytest.raises(CompilationError, match=r"kernels/mine\.py:9: gather: the index tile .* must share a layout"):
+        lower_text(text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from llvmlite import ir as llir
 
 from tilec import ir
-from tilec.errors import CompilationError
+from tilec.errors import TilecError
 from tilec.ir.layouts import register_offsets
 from tilec.ir.types import TileType, elem_type
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, all_of, element_address, linear_index, lowers, owner_predicate
@@ -36,8 +36,8 @@ def _widened(ctx: Ctx, v: llir.Value, t: ir.ScalarType, to: llir.IntType) -> lli
 def _check_one_layout(op, index: TileType, result: TileType) -> None:
     """Result registers are made in the index tile's register order."""
     if index.layout != result.layout:
-        raise CompilationError(f"{op.NAME}: the index tile ({index.layout}) and the result ({result.layout}) "
-                               "must share a layout; the layout pass gives them one")
+        raise TilecError(f"{op.NAME}: the index tile ({index.layout}) and the result ({result.layout}) "
+                         "must share a layout; the layout pass gives them one")
 
 
 @lowers(ir.Gather)
