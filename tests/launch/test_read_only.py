@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import tilec
 import tilec.language as tl
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 E2E = settings(max_examples=15, deadline=None)
 
@@ -39,6 +40,12 @@ def count(x_ptr, total_ptr, n, BLOCK: tl.constexpr = 16):
 def store_through_loaded_address(addr_ptr, x_ptr, out_ptr):
     """Writes where an integer in memory says (``out``, here): tilec cannot tell which array."""
     tl.store(tl.load(addr_ptr).to(tl.pointer_type(tl.float32)), tl.load(x_ptr))
+
+
+@tilec.jit
+def descriptor_copy(src, dst):
+    """dst's first 16x16 block = src's, through host tensor descriptors."""
+    dst.store([0, 0], src.load([0, 0]))
 
 
 def read_only(values, dtype=np.float32):
@@ -140,3 +147,15 @@ def test_only_written_arguments_must_be_writable(read_only_args, n):
         np.testing.assert_array_equal(arrays[2], 2 * before[0] + before[1])
     np.testing.assert_array_equal(arrays[0], before[0])
     np.testing.assert_array_equal(arrays[1], before[1])
+
+
+def test_a_read_only_array_behind_a_tensor_descriptor_is_refused():
+    """The array a host tensor descriptor holds is checked like an array passed alone."""
+    src = np.arange(256, dtype=np.float32).reshape(16, 16)
+    dst = read_only(np.zeros((16, 16)))
+    with pytest.raises(ValueError, match="`dst` is read-only"):
+        descriptor_copy[(1,)](TensorDescriptor.from_tensor(src, [16, 16]), TensorDescriptor.from_tensor(dst, [16, 16]))
+    assert not dst.any()
+    writable = np.zeros((16, 16), np.float32)
+    descriptor_copy[(1,)](TensorDescriptor.from_tensor(read_only(src), [16, 16]), TensorDescriptor.from_tensor(writable, [16, 16]))
+    np.testing.assert_array_equal(writable, src)

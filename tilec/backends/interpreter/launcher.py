@@ -18,6 +18,7 @@ import numpy as np
 
 from tilec.backends.interpreter import TARGET
 from tilec.errors import InterpreterError
+from tilec.ir.kernel_params import DescriptorParam
 from tilec.launch.args import KernelArg
 from tilec.launch.compiler import CompiledKernel
 
@@ -65,8 +66,15 @@ def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> Non
 
     written = written_arguments(compiled.fn)
     for a in args:
-        if a.name in written and isinstance(a.value, np.ndarray) and not a.value.flags.writeable:
+        array = _host_array(a)
+        if a.name in written and array is not None and not array.flags.writeable:
             raise ValueError(_read_only_message(compiled.name, a.name, written[a.name]))
+
+
+def _host_array(a: KernelArg) -> Optional[np.ndarray]:
+    """The numpy array an argument passes (a host tensor descriptor's base among them), or None."""
+    value = a.value[0] if isinstance(a.type, DescriptorParam) else a.value
+    return value if isinstance(value, np.ndarray) else None
 
 
 def _read_only_message(kernel: str, name: str, site: "WriteSite") -> str:
