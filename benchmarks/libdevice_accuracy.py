@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from benchmarks.common import RESULTS, device_info, format_table, require_cuda, write_json  # noqa: E402
-from helpers import cast  # noqa: E402
+from helpers import cast, ulp  # noqa: E402
 from libdevice_cases import apply_kernel, arity, case_dtypes, case_id, expected, triton_apply_kernel  # noqa: E402
 
 import tilec.language.extra.libdevice as libdevice  # noqa: E402
@@ -85,15 +85,11 @@ def _values(case, dtype: str, n: int, rng: np.random.Generator) -> np.ndarray:
 def ulps(got: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
     """|got - want| in units in the last place of ``want`` rounded to ``dtype``
     (0 where both are the same infinity: a result past the type's range)."""
-    info = np.finfo(np.float32 if dtype == "bfloat16" else dtype)
-    mantissa = 8 if dtype == "bfloat16" else info.nmant + 1
-    tiny = 2.0 ** -126 if dtype == "bfloat16" else float(info.tiny)
     with np.errstate(over="ignore"):
         want = cast(want, dtype).astype(np.float64)
     got = got.astype(np.float64)
     with np.errstate(all="ignore"):
-        unit = np.exp2(np.floor(np.log2(np.maximum(np.abs(want), tiny))) - (mantissa - 1))
-        error = np.where(got == want, 0.0, np.abs(got - want) / unit)
+        error = np.where(got == want, 0.0, np.abs(got - want) / ulp(want, dtype))
     return np.where(np.isnan(error), 0.0, error)
 
 
