@@ -293,6 +293,14 @@ def test_host_descriptor_checks_as_triton():
         TensorDescriptor.from_tensor(x, [8, 8], padding="one")
 
 
+def test_a_host_descriptor_whose_shape_overflows_int32_is_refused_before_anything_runs():
+    x, y = _data((16, 32), "float32"), np.zeros((16, 32), np.float32)
+    huge = TensorDescriptor(x, [2**31, 32], [32, 1], [16, 32])
+    with pytest.raises(ValueError, match=r"shape must fit in int32, got \[2147483648, 32\]"):
+        host_descriptor_copy[(1,)](huge, TensorDescriptor.from_tensor(y, [16, 32]), 0, 0, 16, 32)
+    assert not y.any()
+
+
 @tilec.jit
 def descriptor_atomics(X, M, N, om, on, B: tl.constexpr):
     d = tl.make_tensor_descriptor(X, [M, N], [N, 1], [B, B])
