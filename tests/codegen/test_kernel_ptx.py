@@ -11,6 +11,7 @@ import tilec
 import tilec.language as tl
 import pytest
 
+from helpers import empty, require
 from kernels import layer_norm
 from kernels.softmax import softmax_kernel
 from kernels.vector_add import add_kernel
@@ -76,18 +77,15 @@ def _locked_increment(lock, x):
     tl.atomic_xchg(lock, 0)
 
 
-def test_a_lock_release_is_fenced():
-    """``atomic_xchg`` (acq_rel) that releases a lock must order the stores before
-    it: LLVM 22 would emit a relaxed ``atom.exch``, so fences surround it.  The
-    CAS keeps its ordering in LLVM: one ``atom.acq_rel.gpu.cas``, no fence (a
-    spinning lock would pay two a try).  The default scope is the GPU, never
-    ``.sys``."""
+def test_a_lock_is_taken_and_released_by_ordered_atomics():
+    """The lock's CAS and the ``atomic_xchg`` (acq_rel) that releases it are
+    each one ``atom`` carrying its ordering and scope: no fences around them
+    (a spinning lock would pay two a try), and the release orders the store
+    before it.  The default scope is the GPU, never ``.sys``."""
     one = np.zeros(1, np.int32)
     ptx = _locked_increment.compile(one, one, target="sm_90").asm["ptx"]
-    assert re.search(r"fence\.acq_rel\.gpu;\s+atom\.global\.exch\.b32[^\n]*\n\s+fence\.acq_rel\.gpu", ptx), ptx
-    cas = re.search(r"[^\n]*\n[^\n]*atom\.acq_rel\.gpu\.global\.cas\.b32[^\n]*\n[^\n]*", ptx)
-    assert cas and "fence" not in cas[0], ptx
-    assert ".sys" not in ptx
+    assert re.findall(r"atom\.[\w.]+", ptx) == ["atom.global.acq_rel.gpu.cas.b32", "atom.global.gpu.acq_rel.exch.b32"]
+    assert "fence" not in ptx and ".sys" not in ptx
 
 
 @tilec.jit
@@ -102,8 +100,47 @@ def test_a_cas_is_one_instruction_of_its_ordering_and_scope(dtype, sem, scope):
     x = np.zeros(1, dtype)
     ptx = _cas.compile(x, x, SEM=sem, SCOPE=scope, target="sm_90").asm["ptx"]
     bits = 8 * x.itemsize
-    assert re.findall(r"atom\.[\w.]+", ptx) == [f"atom.{sem}.{scope}.global.cas.b{bits}"]
+    assert re.findall(r"atom\.[\w.]+", ptx) == [f"atom.global.{sem}.{scope}.cas.b{bits}"]
     assert "fence" not in ptx
+
+
+@tilec.jit
+def _rmw(x, y, v, OP: tl.constexpr, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    tl.store(y, OP(x, tl.load(v), sem=SEM, scope=SCOPE))
+
+
+_RMW_INSTRUCTIONS = [  # (op, dtype, PTX op and type)
+    ("add", "int32", "add.u32"), ("add", "uint64", "add.u64"), ("add", "float32", "add.f32"),
+    ("add", "float64", "add.f64"), ("add", "float16", "add.noftz.f16"), ("add", "bfloat16", "add.noftz.bf16"),
+    ("max", "int32", "max.s32"), ("max", "int64", "max.s64"), ("max", "uint32", "max.u32"),
+    ("min", "uint64", "min.u64"), ("min", "int32", "min.s32"),
+    ("and", "int32", "and.b32"), ("or", "uint64", "or.b64"), ("xor", "int64", "xor.b64"),
+    ("xchg", "int32", "exch.b32"), ("xchg", "float64", "exch.b64"),
+    ("max", "float32", "cas.b32"), ("min", "float64", "cas.b64"),  # a compare-and-swap loop
+]
+
+
+@pytest.mark.parametrize("op,dtype,instruction", _RMW_INSTRUCTIONS)
+@pytest.mark.parametrize("sem,scope", [("acq_rel", "gpu"), ("relaxed", "cta"), ("acquire", "sys"),
+                                       ("release", "gpu")])
+def test_a_read_modify_write_is_one_atom_of_its_ordering_and_scope(op, dtype, instruction, sem, scope):
+    """Spelled as Triton spells it (scope, then ordering), so tools that read
+    the PTX for ``atom.global.gpu.acq_rel`` find it; no fences."""
+    require(dtype)
+    x = empty(1, dtype)
+    ptx = _rmw.compile(x, x, x, OP=getattr(tl, f"atomic_{op}"), SEM=sem, SCOPE=scope, target="sm_90").asm["ptx"]
+    assert re.findall(r"atom\.[\w.]+", ptx) == [f"atom.global.{scope}.{sem}.{instruction}"]
+    assert "fence" not in ptx
+
+
+def test_a_bf16_add_before_sm_90_is_fenced_llvm_atomics():
+    """PTX has no bf16 ``atom.add`` before sm_90: LLVM's expansion (a CAS
+    loop) between the fences that give it its ordering."""
+    require("bfloat16")
+    x = empty(1, "bfloat16")
+    ptx = _rmw.compile(x, x, x, OP=tl.atomic_add, SEM="acq_rel", SCOPE="gpu", target="sm_80").asm["ptx"]
+    assert "atom.global.gpu.acq_rel" not in ptx
+    assert re.findall(r"fence\.acq_rel\.(\w+);", ptx) == ["gpu", "gpu"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -121,19 +158,7 @@ def test_the_layer_norm_lock_loop_is_entered_at_its_header(arch, n):
                                                     GROUP_SIZE_M=256, BLOCK_SIZE_N=tilec.next_power_of_2(n),
                                                     num_warps=1, target=arch)
     loop = first_loop(k.asm["ptx"])
-    assert "atom.acq_rel.gpu.global.cas.b32" in loop and "bar.sync" in loop
-
-@tilec.jit
-def _scoped_add(x, SCOPE: tl.constexpr):
-    tl.atomic_add(x, 1, scope=SCOPE)
-
-
-@pytest.mark.parametrize("scope,ptx_scope", [("gpu", "gpu"), ("cta", "cta"), ("sys", "sys")])
-def test_an_atomics_fences_have_its_scope(scope, ptx_scope):
-    ptx = _scoped_add.compile(np.zeros(1, np.int32), SCOPE=scope, target="sm_90").asm["ptx"]
-    fences = re.findall(r"fence\.acq_rel\.(\w+);", ptx)
-    assert fences == [ptx_scope, ptx_scope]
-
+    assert "atom.global.acq_rel.gpu.cas.b32" in loop and "bar.sync" in loop
 
 def attention_ptx(block_m: int = 64, head_dim: int = 64) -> str:
     """The attention tutorial's PTX for sm_90 (fp16, not causal, 4 warps, 2 stages)."""

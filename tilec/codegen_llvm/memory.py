@@ -12,7 +12,9 @@ branches around the instruction; masked-off lanes never touch memory.
 Atomics go element by element; where a layout gives several threads the
 same element, only one of them (``owner_predicate``) applies it, and a
 scalar atomic is applied by thread 0 and its old value shared through
-shared memory.  Their LLVM syncscopes are the backend's
+shared memory.  A backend may give an atomic as its own instruction
+(``TargetLowering.atomic_rmw``/``atomic_cas``); the others are LLVM's
+``atomicrmw``/``cmpxchg`` with the backend's syncscopes
 (``TargetLowering.syncscope``).
 """
 from __future__ import annotations
@@ -173,8 +175,11 @@ def _atomic_rmw(ctx: Ctx, op: ir.AtomicRMW) -> None:
     name = _rmw_name(op.kind, elem)
 
     def one(i, p, v):
-        return _fenced(ctx, op, lambda relaxed: _from_memory(
-            ctx, ctx.b.atomic_rmw(name, p, _to_memory(ctx, v, elem), relaxed), elem))
+        v = _to_memory(ctx, v, elem)
+        old = ctx.lowering.atomic_rmw(ctx, name, p, v, op.sem, op.scope)
+        if old is None:
+            old = _fenced(ctx, op, lambda relaxed: ctx.b.atomic_rmw(name, p, v, relaxed))
+        return _from_memory(ctx, old, elem)
     _atomic(ctx, op, masks, one, [ctx[op.ptr], ctx[op.val]])
 
 
@@ -196,13 +201,13 @@ def _fenced(ctx: Ctx, op: ir.Op, relaxed_atomic):
     ordering, scope = _ORDERING[op.sem], ctx.lowering.syncscope(op.scope)
     if ordering in _RELEASING:
         ctx.b.fence(ordering, scope)
-    old = relaxed_atomic(_scoped("monotonic", scope))
+    old = relaxed_atomic(scoped("monotonic", scope))
     if ordering in _ACQUIRING:
         ctx.b.fence(ordering, scope)
     return old
 
 
-def _scoped(ordering: str, scope) -> str:
+def scoped(ordering: str, scope) -> str:
     """An atomic's LLVM ordering text with its syncscope: llvmlite's atomics
     take no syncscope argument, and the ordering text is where LLVM's syntax has it."""
     return ordering if scope is None else f'syncscope("{scope}") {ordering}'
@@ -221,9 +226,12 @@ def _atomic_cas(ctx: Ctx, op: ir.AtomicCAS) -> None:
     def one(i, p, cmp, val):
         b = ctx.b
         cmp, val = _to_memory(ctx, cmp, elem), _to_memory(ctx, val, elem)
+        old = ctx.lowering.atomic_cas(ctx, p, cmp, val, op.sem, op.scope)
+        if old is not None:
+            return _from_memory(ctx, old, elem)
         if as_int is not None:
             cmp, val = b.bitcast(cmp, as_int), b.bitcast(val, as_int)
-        old = b.extract_value(b.cmpxchg(p, cmp, val, _scoped(ordering, scope), _FAILURE[ordering]), 0)
+        old = b.extract_value(b.cmpxchg(p, cmp, val, scoped(ordering, scope), _FAILURE[ordering]), 0)
         return _from_memory(ctx, b.bitcast(old, memory_type(elem)) if as_int is not None else old, elem)
     _atomic(ctx, op, None, one, [ctx[op.ptr], ctx[op.cmp], ctx[op.val]])
 

@@ -66,6 +66,22 @@ class TargetLowering(ABC):
         ``"cta"``, ``"sys"``); None is the whole system, right for every scope."""
         return None
 
+    def atomic_rmw(self, ctx: Ctx, name: str, ptr: llir.Value, value: llir.Value, sem: str,
+                   scope: str) -> Optional[llir.Value]:
+        """The old value of read-modify-write ``name`` (LLVM's ``atomicrmw``
+        operation: ``add``, ``fadd``, ``umax``...) of ``value`` (its memory form)
+        at ``ptr``, with tile-IR ordering ``sem`` and ``scope``, as the target's
+        own instruction; None leaves it to LLVM's ``atomicrmw`` between fences
+        (``memory._fenced``)."""
+        return None
+
+    def atomic_cas(self, ctx: Ctx, ptr: llir.Value, cmp: llir.Value, val: llir.Value, sem: str,
+                   scope: str) -> Optional[llir.Value]:
+        """The old value at ``ptr`` of a compare-and-swap (bit by bit) of
+        ``cmp`` for ``val`` as the target's own instruction; None leaves it to
+        LLVM's ``cmpxchg``."""
+        return None
+
     # --- debugging ---------------------------------------------------------------
     @abstractmethod
     def printf(self, ctx: Ctx, fmt: str, args: list[llir.Value]) -> None:

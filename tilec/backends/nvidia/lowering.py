@@ -6,7 +6,8 @@ Thread and program ids are PTX special registers (``%tid.x``, ``%ctaid.y``,
 is ``bar.sync 0``; lanes swap words with ``shfl.sync.bfly``; ``printf`` is
 CUDA's ``vprintf`` (its arguments packed in a buffer) and a failed assertion
 calls ``__assertfail``; ``tl.inline_asm_elementwise``'s text is PTX,
-pasted inline.  The kernel is a ``ptx_kernel`` with ``.maxntid``
+pasted inline; atomics are single ``atom`` instructions carrying their
+ordering and scope (``atomics.py``).  The kernel is a ``ptx_kernel`` with ``.maxntid``
 (and ``.maxnreg`` when the launch asks for it).  Atomic scopes: ``gpu`` is
 LLVM's ``device`` scope (``fence.acq_rel.gpu``), ``cta`` is ``block``;
 ``sys`` is the whole system, which also orders against the host and other
@@ -30,7 +31,7 @@ from tilec.codegen_llvm.kernel import I32, I64, Ctx
 from tilec.codegen_llvm.maps import emit_inline_asm
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call
 from tilec.codegen_llvm.scalar_math import library
-from tilec.backends.nvidia import async_copy, mma, special_registers
+from tilec.backends.nvidia import async_copy, atomics, mma, special_registers
 from tilec.backends.nvidia.libdevice import LIBDEVICE_PREFIX
 from tilec.backends.nvidia.target import launch_bounds_attrs
 
@@ -86,6 +87,14 @@ class NvidiaLowering(TargetLowering):
 
     def syncscope(self, scope: str) -> Optional[str]:
         return _SYNCSCOPE[scope]
+
+    def atomic_rmw(self, ctx: Ctx, name: str, ptr: llir.Value, value: llir.Value, sem: str,
+                   scope: str) -> Optional[llir.Value]:
+        return atomics.atomic_rmw(ctx, name, ptr, value, sem, scope)
+
+    def atomic_cas(self, ctx: Ctx, ptr: llir.Value, cmp: llir.Value, val: llir.Value, sem: str,
+                   scope: str) -> Optional[llir.Value]:
+        return atomics.atomic_cas(ctx, ptr, cmp, val, sem, scope)
 
     def printf(self, ctx: Ctx, fmt: str, args: list[llir.Value]) -> None:
         """``vprintf(fmt, buffer)``, the arguments stored in a local struct."""
