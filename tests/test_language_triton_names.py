@@ -102,6 +102,7 @@ def target_facts_kernel(out_ptr):
         tl.store(out_ptr + 7, -1)
 
 
+@pytest.mark.host_only  # the interpreter's answers, not a GPU's
 @pytest.mark.parametrize("num_warps", [1, 4, 8])
 def test_the_host_interpreter_is_no_gpu_and_counts_the_launchs_warps(num_warps):
     out = np.zeros(8, np.int32)
@@ -153,6 +154,7 @@ def clock_kernel(sm_ptr, t_ptr, N: tl.constexpr):
     tl.store(t_ptr + 2 * pid + 1, end + (acc > 1e30).to(tl.int64))
 
 
+@pytest.mark.host_only  # the interpreter's answers, not a GPU's
 def test_smid_is_0_and_globaltimer_counts_nanoseconds_on_the_host():
     import time
 

@@ -211,6 +211,7 @@ def first_kernel(out_ptr, t):
     tl.store(out_ptr, tl.load(t[0]) + t[1])
 
 
+@pytest.mark.host_only  # about the interpreter itself (the device mirror compiles more variants)
 def test_one_variant_per_tuple_structure_and_element_specialization():
     x, out = np.ones(1, np.float32), np.zeros(1, np.float32)
     first_kernel.cache.clear()
