@@ -200,6 +200,28 @@ def test_join_split_interleave(dtype, data, n):
 
 
 @tilec.jit
+def join_scalars_kernel(a_ptr, b_ptr, j_ptr, i_ptr):
+    a, b = tl.load(a_ptr), tl.load(b_ptr)
+    j = tl.join(a, b)
+    tl.static_assert(j.shape == (2,))
+    tl.store(j_ptr + tl.arange(0, 2), j)
+    tl.store(i_ptr + tl.arange(0, 2), tl.interleave(b, a))
+
+
+@pytest.mark.parametrize("dtype", SHAPE_DTYPES[1:])
+@PROPERTY
+@given(data=st.data())
+def test_join_and_interleave_of_scalars_are_pairs(dtype, data):
+    """As in Triton: two scalars join into a (2,) tile (the GPU's layout pass once crashed on them)."""
+    require(dtype)
+    a, b = data.draw(values(dtype, 1)), data.draw(values(dtype, 1))
+    j, i = empty(2, dtype), empty(2, dtype)
+    join_scalars_kernel[(1,)](to_host(a, dtype), to_host(b, dtype), j, i)
+    assert_close(j, np.concatenate([a, b]), dtype)
+    assert_close(i, np.concatenate([b, a]), dtype)
+
+
+@tilec.jit
 def split_2d_kernel(x_ptr, z_ptr, BM: tl.constexpr):
     """Split along a trailing size-2 axis of a 3-D tile, the shape Triton's split needs."""
     i = tl.arange(0, BM)[:, None, None]

@@ -80,6 +80,9 @@ def _join(ctx, a, b):
     if x.elem != y.elem:
         raise TypingError(f"`tl.join` needs operands of one dtype, got {describe(x)} and {describe(y)}; "
                           "cast one with .to()")
+    if not x.shape:  # two scalars: a (2,) tile, through (1,) tiles joined
+        pair = emit(ctx, ir.Join, lhs=broadcast_to(ctx, x, (1,)).handle, rhs=broadcast_to(ctx, y, (1,)).handle)
+        return _reshape(ctx, pair, (2,), False)
     return emit(ctx, ir.Join, lhs=x.handle, rhs=y.handle)
 
 
