@@ -214,3 +214,57 @@ def test_a_wide_shift_count_is_capped_before_the_ptx_shift(dtype):
         for reg in counts:
             source = re.search(rf"cvt\.u32\.u64\s+{reg}, (%\w+);", ptx).group(1)
             assert re.search(rf"min\.u64\s+{source}, %\w+, 6[34];", ptx), ptx
+
+
+@tilec.jit
+def _hinted_copy(dst, src, LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, EVICTION: tl.constexpr,
+                 VOLATILE: tl.constexpr):
+    offs = tl.arange(0, 512)
+    x = tl.load(src + offs, cache_modifier=LOAD_CACHE, eviction_policy=EVICTION, volatile=VOLATILE)
+    tl.store(dst + offs, x, cache_modifier=STORE_CACHE, eviction_policy=EVICTION)
+
+
+@pytest.mark.parametrize("load_cache", ["", ".ca", ".cg", ".cv"])
+@pytest.mark.parametrize("store_cache", ["", ".wb", ".cg", ".cs", ".wt"])
+@pytest.mark.parametrize("eviction", ["", "evict_first", "evict_last", "evict_normal"])
+def test_cache_hints_are_the_accesses_own_qualifiers(load_cache, store_cache, eviction):
+    """``ld.global.cg``, ``st.global.cs``...: the cache operator is the
+    instruction's; an eviction policy is an L2 ``createpolicy`` passed with
+    ``.L2::cache_hint`` (evict_normal, the default, needs none); the 16-byte
+    vectors stay."""
+    x = np.zeros(512, np.float32)
+    ptx = _hinted_copy.compile(x, x, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, EVICTION=eviction,
+                               VOLATILE=False, target="sm_90").asm["ptx"]
+    hint = ".L2::cache_hint" if eviction in ("evict_first", "evict_last") else ""
+    assert re.findall(r"\bld\.global[\w.:]*", ptx) == [f"ld.global{load_cache}{hint}.v4.b32"]
+    assert re.findall(r"\bst\.global[\w.:]*", ptx) == [f"st.global{store_cache}{hint}.v4.b32"]
+    policies = re.findall(r"createpolicy\.fractional\.L2::(\w+)\.b64", ptx)
+    assert policies == ([eviction] if hint else [])
+
+
+def test_a_volatile_load_is_ld_volatile():
+    x = np.zeros(512, np.float32)
+    ptx = _hinted_copy.compile(x, x, LOAD_CACHE=".cg", STORE_CACHE="", EVICTION="", VOLATILE=True,
+                               target="sm_90").asm["ptx"]
+    assert re.findall(r"\bld\.[\w.:]*global[\w.:]*", ptx) == ["ld.volatile.global.v4.b32"]
+
+
+@tilec.jit
+def _dropped_hint(dst, src, off, N, HINT: tl.constexpr, IN_BRANCH: tl.constexpr):
+    offsets = tl.arange(0, 1024) + tl.load(off)
+    if HINT:
+        tl.max_contiguous(tl.multiple_of(offsets, 1024), 1024)
+    if IN_BRANCH:
+        if tl.load(off) == 0:
+            tl.max_contiguous(tl.multiple_of(offsets, 1024), 1024)
+    tl.store(dst + offsets, tl.load(src + offsets, mask=offsets < N), mask=offsets < N)
+
+
+@pytest.mark.parametrize("hint, in_branch, vectors", [(False, False, 0), (True, False, 4), (False, True, 0)])
+def test_a_hint_whose_result_is_dropped_marks_the_value(hint, in_branch, vectors):
+    """As in Triton, ``tl.multiple_of(x, ...)`` promises something of ``x``
+    itself: the accesses through ``x`` after it are vectors.  A hint inside a
+    branch holds on that path only and marks nothing after it."""
+    x, off = np.zeros(1024, np.float32), np.zeros(1, np.int32)
+    ptx = _dropped_hint.compile(x, x, off, 1024, HINT=hint, IN_BRANCH=in_branch, target="sm_90").asm["ptx"]
+    assert len(re.findall(r"\b(?:ld|st)\.global\.v4\.b32", ptx)) == vectors

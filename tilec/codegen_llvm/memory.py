@@ -7,7 +7,9 @@ addresses contiguous and ``vec * size`` aligned, and the mask constant over
 them (``access_width``), up to the target's widest access
 (``Target.max_vector_bytes``).  One ``<vec x T>`` access then moves them
 (on NVIDIA GPUs 16 bytes are one ``ld.global.v4.b32``).  A masked access
-branches around the instruction; masked-off lanes never touch memory.
+branches around the instruction; masked-off lanes never touch memory.  An
+access with cache hints is the backend's own instruction where it has one
+(``TargetLowering.load``/``store``).
 
 Atomics go element by element; where a layout gives several threads the
 same element, only one of them (``owner_predicate``) applies it, and a
@@ -109,7 +111,8 @@ def _load(ctx: Ctx, op: ir.Load) -> None:
         vtype = mem if width == 1 else llir.VectorType(mem, width)
 
         def emit(p=ptrs[g[0]], vtype=vtype):
-            return ctx.b.load(p, typ=vtype, align=width * elem.bytes)
+            hinted = ctx.lowering.load(ctx, p, vtype, op.cache, op.eviction, op.volatile)
+            return hinted if hinted is not None else ctx.b.load(p, typ=vtype, align=width * elem.bytes)
         cond = masks[g[0]] if masks is not None else None
         fallback = None if cond is None else _pack(ctx, [_to_memory(ctx, others[i], elem) for i in g])
         raw = _guarded(ctx, cond, emit, fallback)
@@ -139,7 +142,8 @@ def _store(ctx: Ctx, op: ir.Store) -> None:
         data = _pack(ctx, [_to_memory(ctx, values[i], elem) for i in g])
 
         def emit(p=ptrs[g[0]], d=data):
-            ctx.b.store(d, p, align=width * elem.bytes)
+            if not ctx.lowering.store(ctx, p, d, op.cache, op.eviction):
+                ctx.b.store(d, p, align=width * elem.bytes)
         _guarded(ctx, all_of(ctx.b, [c for c in (owner, masks and masks[g[0]]) if c is not None]), emit, None)
 
 

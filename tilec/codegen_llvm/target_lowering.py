@@ -66,6 +66,19 @@ class TargetLowering(ABC):
         ``"cta"``, ``"sys"``); None is the whole system, right for every scope."""
         return None
 
+    # --- memory -----------------------------------------------------------------
+    def load(self, ctx: Ctx, ptr: llir.Value, vtype: llir.Type, cache: str, eviction: str,
+             volatile: bool) -> Optional[llir.Value]:
+        """``*ptr`` as ``vtype`` through the target's own instruction for the
+        cache hints (``tl.load``'s ``cache_modifier``, ``eviction_policy``,
+        ``volatile``); None leaves it to LLVM's ``load``, the hints unused."""
+        return None
+
+    def store(self, ctx: Ctx, ptr: llir.Value, value: llir.Value, cache: str, eviction: str) -> bool:
+        """Write ``value`` to ``ptr`` through the target's own instruction for
+        the cache hints; False leaves it to LLVM's ``store``."""
+        return False
+
     def atomic_rmw(self, ctx: Ctx, name: str, ptr: llir.Value, value: llir.Value, sem: str,
                    scope: str) -> Optional[llir.Value]:
         """The old value of read-modify-write ``name`` (LLVM's ``atomicrmw``

@@ -369,8 +369,23 @@ def _hint(kind: str):
         vals = shape_arg(values, f"the values of `tl.{kind}`")
         if len(vals) != max(1, len(x.shape)):
             raise TypingError(f"`tl.{kind}` needs one value per dimension of {describe(x)}, got {vals}")
-        return emit(ctx, ir.Assume, src=x.handle, kind=kind, values=vals)
+        hinted = emit(ctx, ir.Assume, src=x.handle, kind=kind, values=vals)
+        if x is input and _defined_in(x.handle, ctx.builder.block):
+            input.handle = hinted.handle
+        return hinted
     return impl
+
+
+def _defined_in(v: ir.Value, block: ir.Block) -> bool:
+    """Whether ``v`` is an argument or an op's result of ``block`` itself.
+
+    A hint is a promise about the value, as in Triton (where it marks the
+    value's defining op): ``tl.multiple_of(x, 16)`` with its result dropped
+    still holds for the uses of ``x`` after it.  The tensor ``x`` then holds
+    the hinted value, but only where the hint runs whenever ``x`` is defined
+    (the same block): a hint inside an ``if`` is true on that path only, and
+    the value it gives does not exist after the branch."""
+    return v.owner is block or any(op is v.owner for op in block.ops)
 
 
 for _stub in (tl.multiple_of, tl.max_contiguous, tl.max_constancy):
