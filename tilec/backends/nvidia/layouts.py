@@ -151,10 +151,16 @@ class _PreferredLayouts:
                     wishes[shape] = (order, max(first[1], vector))
         for shape, (order, vector) in wishes.items():
             self.by_shape[shape] = blocked_layout(shape, order, vector, num_warps, target.warp_size)
-        # an access along another dim than its shape's first one (kᵀ beside q) gets its own
+        # An access along another dim than its shape's first one (kᵀ beside q)
+        # gets its own layout, and so does one of wider elements than the
+        # shape's vector was chosen for (f32 partial sums beside the fp16 rows
+        # they come from): 8 f32 a thread would be two half-used 16-byte
+        # accesses per warp instruction, so it takes 4 and a conversion.
         self.by_access: dict[Op, Blocked] = {
             op: blocked_layout(op.ptr.type.shape, order, vector, num_warps, target.warp_size)
-            for op, (order, vector) in accesses.items() if order != self.by_shape[op.ptr.type.shape].order}
+            for op, (order, vector) in accesses.items()
+            if order != self.by_shape[op.ptr.type.shape].order
+            or _too_wide(self.by_shape[op.ptr.type.shape], op, vector, target.max_vector_bytes)}
 
     def access(self, op: Op) -> Blocked:
         """The layout memory op ``op`` (of the input IR) takes its tiles in."""
@@ -166,6 +172,14 @@ class _PreferredLayouts:
             order = tuple(reversed(range(len(shape))))
             got = self.by_shape[shape] = blocked_layout(shape, order, 4, self.num_warps, self.target.warp_size)
         return got
+
+
+def _too_wide(layout: Blocked, op: Op, vector: int, max_vector_bytes: int) -> bool:
+    """Whether ``layout`` gives each thread more consecutive elements of
+    ``op``'s access than one vector holds, where the access could be a full
+    vector (its addresses allow it: only the elements' size limits it)."""
+    elem_bytes = elem_type(op.ptr.type).elem.bytes
+    return layout.spt[layout.order[0]] > vector == max(1, max_vector_bytes // elem_bytes)
 
 
 def _access_shape(ptr: Value, axes: dict, max_vector_bytes: int) -> tuple[tuple[int, ...], int]:
