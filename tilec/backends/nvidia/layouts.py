@@ -156,11 +156,16 @@ class _PreferredLayouts:
         # shape's vector was chosen for (f32 partial sums beside the fp16 rows
         # they come from): 8 f32 a thread would be two half-used 16-byte
         # accesses per warp instruction, so it takes 4 and a conversion.
+        # Its values stay in the shape's layout and convert at the access
+        # (``widened``): pulling them into the access's layout would move
+        # everything computed with them too.
+        self.widened = {op for op, (order, vector) in accesses.items()
+                        if order == self.by_shape[op.ptr.type.shape].order
+                        and _too_wide(self.by_shape[op.ptr.type.shape], op, vector, target.max_vector_bytes)}
         self.by_access: dict[Op, Blocked] = {
             op: blocked_layout(op.ptr.type.shape, order, vector, num_warps, target.warp_size)
             for op, (order, vector) in accesses.items()
-            if order != self.by_shape[op.ptr.type.shape].order
-            or _too_wide(self.by_shape[op.ptr.type.shape], op, vector, target.max_vector_bytes)}
+            if order != self.by_shape[op.ptr.type.shape].order or op in self.widened}
 
     def access(self, op: Op) -> Blocked:
         """The layout memory op ``op`` (of the input IR) takes its tiles in."""
@@ -240,7 +245,8 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
     if isinstance(op, ir.Broadcast):
         return [(op.src, _blocked_or(want_of(op.result), prefs, op.result))]
     if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
-        return [(v, prefs.access(op)) for v in op.operands]
+        access, own = prefs.access(op), prefs[op.ptr.type.shape]
+        return [(v, access if v is op.ptr or v is op.mask or op not in prefs.widened else own) for v in op.operands]
     if _is_elementwise(op) and isinstance(op.results[0].type, TileType):
         return [(v, want_of(op.results[0])) for v in op.operands]
     if isinstance(op, ir.Yield) and isinstance(parent, ir.For):
