@@ -375,3 +375,35 @@ def test_a_value_two_loops_convert_the_same_way_is_converted_once():
     compiled = _attn_fwd.compile(x, x, x, 0.125, x, lse, 2, 256, *(2 * 256 * 64, 256 * 64, 64) * 4, HEAD_DIM=64,
                                  BLOCK_M=64, BLOCK_N=32, CAUSAL=True, num_warps=4, num_stages=2, target="sm_90")
     assert len(re.findall(r"= convert_layout %q\b", compiled.asm["tir-gpu"])) == 1
+
+
+WIDER = """\
+func @widen(%src: ptr<f16> {divisibility = 16}, %acc: ptr<f32> {divisibility = 16}) {
+  %i = arange {start = 0, end = 4096} : tile<4096xi32>
+  %p = splat %src {shape = (4096,)} : tile<4096xptr<f16>>
+  %q = addptr %p, %i : tile<4096xptr<f16>>
+  %h = load %q, _, _ : tile<4096xf16>
+  %x = cast %h {to = f32} : tile<4096xf32>
+  %y = mul %x, %x : tile<4096xf32>
+  %r = splat %acc {shape = (4096,)} : tile<4096xptr<f32>>
+  %s = addptr %r, %i : tile<4096xptr<f32>>
+  %a = load %s, _, _ : tile<4096xf32>
+  %z = add %y, %a : tile<4096xf32>
+  store %s, %z, _
+}
+"""
+
+
+def test_an_access_of_wider_elements_gets_one_vector_a_thread_and_converts_at_the_access():
+    """fp16 rows give the shape 8 elements a thread (16 bytes); the f32
+    accesses beside them take 4 (two half-used vectors a warp instruction
+    otherwise) and convert their values where they are, leaving the math in
+    the fp16 rows' layout."""
+    types = layouts_of(apply_pass(four_warps, WIDER))
+    eight, four = "blocked<[8], [32], [4], [0]>", "blocked<[4], [32], [4], [0]>"
+    assert types["%h"].endswith(eight + ">") and types["%y"].endswith(eight + ">")
+    assert types["%a"].endswith(four + ">") and types["%s"].endswith(four + ">")
+    assert types["%z"].endswith(eight + ">")
+    converted = [name for name, t in types.items() if name not in ("%h", "%x", "%y", "%a", "%z") and "f32" in t
+                 and "ptr" not in t]
+    assert len(converted) == 2  # the load's result into the math, the sum into the store
