@@ -246,7 +246,8 @@ def _demands(op: Op, parent: Optional[Op], want_of: Callable,
         return [(op.src, _blocked_or(want_of(op.result), prefs, op.result))]
     if isinstance(op, MEMORY_OPS) and isinstance(op.ptr.type, TileType):
         access, own = prefs.access(op), prefs[op.ptr.type.shape]
-        return [(v, access if v is op.ptr or v is op.mask or op not in prefs.widened else own) for v in op.operands]
+        mask = getattr(op, "mask", None)  # a CAS has none
+        return [(v, access if v is op.ptr or v is mask or op not in prefs.widened else own) for v in op.operands]
     if _is_elementwise(op) and isinstance(op.results[0].type, TileType):
         return [(v, want_of(op.results[0])) for v in op.operands]
     if isinstance(op, ir.Yield) and isinstance(parent, ir.For):
