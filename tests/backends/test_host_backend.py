@@ -189,24 +189,89 @@ def test_python_m_tilec_compiles_for_cpu(tmp_path, capsys, monkeypatch):
     assert "add_kernel_grid:" in out  # the assembly, the cpu target's default stage
 
 
+# --- reductions, scans, broadcasts, loops, branches, atomics -----------------------------
+@tilec.jit
+def row_stats(x_ptr, out_ptr, counter_ptr, n, M: tl.constexpr, BLOCK: tl.constexpr):
+    """Per program: an M-row block's row sums over a ragged loop, row maxima,
+    running sums, an outer product of the column minima, a while loop and
+    atomics (a lock taken with a CAS, a counter whose old value is used)."""
+    pid = tl.program_id(0)
+    rows = pid * M + tl.arange(0, M)
+    acc = tl.zeros((M, BLOCK), tl.float32)
+    for k in range(0, n, BLOCK):
+        cols = k + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + rows[:, None] * n + cols[None, :], mask=cols[None, :] < n, other=0.0)
+    first = tl.load(x_ptr + rows[:, None] * n + tl.arange(0, BLOCK)[None, :], mask=tl.arange(0, BLOCK)[None, :] < n,
+                    other=-1e30)
+    out = out_ptr + pid * (3 * M + M * BLOCK)
+    tl.store(out + tl.arange(0, M), tl.sum(acc, axis=1))
+    tl.store(out + M + tl.arange(0, M), tl.max(first, axis=1))
+    running = tl.cumsum(acc, axis=1)
+    tl.store(out + 2 * M + tl.arange(0, M)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :], running)
+    spread = tl.broadcast_to(tl.min(first, axis=1)[:, None], (M, BLOCK))
+    tries = 0
+    while tries < 3:
+        tries += 1
+    biggest = tl.max(tl.max(spread, axis=1), axis=0)
+    if biggest > 0:
+        signed = biggest
+    else:
+        signed = -biggest
+    tl.store(out + 2 * M + M * BLOCK + tl.arange(0, M), tl.sum(spread, axis=1) + signed * tries)
+    while tl.atomic_cas(counter_ptr + 1, 0, 1) == 1:
+        pass
+    ticket = tl.atomic_add(counter_ptr, 1)
+    tl.atomic_xchg(counter_ptr + 1, 0)
+    tl.atomic_add(counter_ptr + 2 + ticket, 1)
+
+
+@given(data=st.data(), programs=st.integers(1, 4), n=st.integers(1, 40))
+def test_reductions_scans_loops_branches_and_atomics_give_numpys_answer(data, programs, n):
+    M, BLOCK = 4, 8
+    x = data.draw(hnp.arrays(np.float32, (programs * M, n), elements=st.floats(-100, 100, width=32)))
+    out = np.zeros(programs * (3 * M + M * BLOCK), np.float32)
+    counter = np.zeros(2 + programs, np.int32)
+    run_on_cpu(row_stats, (programs, 1, 1), x, out, counter, n, M=M, BLOCK=BLOCK)
+    per = out.reshape(programs, -1)
+    blocks = x.reshape(programs, M, n).astype(np.float64)
+    first = np.full((programs, M, BLOCK), -1e30)
+    first[:, :, :min(n, BLOCK)] = blocks[:, :, :BLOCK]
+    np.testing.assert_allclose(per[:, :M], blocks.sum(2), rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(per[:, M:2 * M], first.max(2).astype(np.float32))
+    folded = np.zeros((programs, M, BLOCK))
+    for k in range(0, n, BLOCK):
+        chunk = blocks[:, :, k:k + BLOCK]
+        folded[:, :, :chunk.shape[2]] += chunk
+    np.testing.assert_allclose(per[:, 2 * M:2 * M + M * BLOCK].reshape(programs, M, BLOCK), folded.cumsum(2),
+                               rtol=1e-5, atol=1e-3)
+    low = first.min(2).astype(np.float32).astype(np.float64)
+    signed = np.abs(low.max(1))[:, None].astype(np.float32)
+    np.testing.assert_allclose(per[:, 2 * M + M * BLOCK:], low * BLOCK + signed * 3, rtol=1e-6)
+    assert counter[0] == programs and counter[1] == 0
+    np.testing.assert_array_equal(counter[2:], np.ones(programs))  # every ticket drawn once
+
+
 # --- what it does not compile yet, and the debugging ops -------------------------------
 @tilec.jit
-def row_sum(x_ptr, out_ptr, BLOCK: tl.constexpr):
-    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+def small_dot(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
+    tl.store(out_ptr + r[:, None] * BLOCK + r[None, :], tl.dot(a, a))
 
 
 @tilec.jit
-def outer(x_ptr, out_ptr, BLOCK: tl.constexpr):
+def flat(x_ptr, out_ptr, BLOCK: tl.constexpr):
     r = tl.arange(0, BLOCK)
-    tl.store(out_ptr + r[:, None] * BLOCK + r[None, :], tl.load(x_ptr + r)[:, None] * 2.0)
+    tl.store(out_ptr + tl.arange(0, BLOCK * BLOCK), tl.reshape(tl.load(x_ptr + r[:, None] * BLOCK + r[None, :]),
+                                                               (BLOCK * BLOCK,)))
 
 
-@pytest.mark.parametrize("kernel, op, line", [(row_sum, "reduce", "tl.sum("), (outer, "expand_dims", "r[:, None]")])
+@pytest.mark.parametrize("kernel, op, line", [(small_dot, "dot", "tl.dot("), (flat, "reshape", "tl.reshape(")])
 def test_any_other_op_is_an_error_at_its_line(kernel, op, line):
-    x = np.ones(8, np.float32)
-    with pytest.raises(CompilationError, match=rf"the cpu target cannot compile `{op}` yet: it compiles only "
-                                               "elementwise kernels") as e:
-        kernel.compile(x, np.zeros(64, np.float32), BLOCK=8, target="cpu")
+    x = np.ones(256, np.float32)
+    with pytest.raises(CompilationError, match=rf"the cpu target cannot compile `{op}` yet: it compiles "
+                                               "elementwise code, reductions") as e:
+        kernel.compile(x, np.zeros(256, np.float32), BLOCK=16, target="cpu")
     source = Path(__file__).read_text().splitlines()
     assert (e.value.file, e.value.kernel) == (__file__, kernel.__name__)
     assert line in source[e.value.line - 1]

@@ -251,7 +251,7 @@ def _atomic(ctx: Ctx, op: ir.Op, masks, one, operand_lists: list) -> None:
         cond = all_of(ctx.b, [c for c in (owner, masks[i] if masks else None) if c is not None])
         args = [regs[i] for regs in operand_lists]
         old.append(_guarded(ctx, cond, lambda: one(i, *args), constant(elem, 0)))
-    if owner is not None:
+    if owner is not None and ctx.num_warps * ctx.target.warp_size > 1:  # one thread: it is the owner
         old = _share_owners_values(ctx, op.result, old, owner)
     ctx.bind(op.results, [old])
 

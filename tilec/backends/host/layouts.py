@@ -7,25 +7,32 @@ row-major.  Tiles of one shape then share one layout and no op ever needs a
 ``convert_layout``; in codegen a tile is a Python list of one scalar LLVM
 value per element.
 
-Only ops that compute each element on its own are lowered yet
-(``ELEMENTWISE_OPS``: arithmetic, comparisons, casts, math, pointers,
-``load``/``store``, program ids, ``print``/``assert``); any other op
-(a reduction, ``dot``, a shape change, control flow, atomics) is a
-CompilationError at the user's line, saying so.
+The ops lowered so far (``HOST_OPS``) are those whose generic rules need
+no memory shared between a program's threads once one thread holds every
+element: elementwise arithmetic, comparisons, casts, math, pointers,
+``load``/``store``, program ids, ``print``/``assert``; reductions and
+scans (inside the thread); ``expand_dims`` and broadcasts; ``for``,
+``while`` and ``if``; atomics.  Any other op (``dot``, a shape change) is a
+CompilationError at the user's line, saying so; so would be an op whose
+rule asked for shared memory after all, since the target has none
+(``Ctx.shared_at``).  With one thread a program, an atomic's old value
+needs no sharing (``memory._atomic``).
 """
 from __future__ import annotations
 
 from tilec import ir
 from tilec.errors import CompilationError
-from tilec.ir.core import Function, Op, clone_op, map_block
+from tilec.ir.core import Block, Function, Op, Value, map_block
 from tilec.ir.layouts import Blocked
 from tilec.ir.types import TileType
 
 #: The ops the ``cpu`` target compiles, by class (and their subclasses).
-ELEMENTWISE_OPS = (
+HOST_OPS = (
     ir.Constant, ir.ProgramId, ir.NumPrograms, ir.Arange, ir.Splat,
     ir.UnaryOp, ir.BinaryOp, ir.Fma, ir.MathCall, ir.Select, ir.Cast, ir.Bitcast, ir.AddPtr, ir.Assume,
     ir.Load, ir.Store, ir.Print, ir.Assert, ir.Barrier,
+    ir.Reduce, ir.Scan, ir.ExpandDims, ir.Broadcast, ir.AtomicRMW, ir.AtomicCAS,
+    ir.For, ir.While, ir.If, ir.Yield, ir.Condition,
 )
 
 
@@ -39,23 +46,33 @@ def assign_scalar_layouts(fn: Function) -> Function:
     """A copy of ``fn`` with ``scalar_layout`` on every tile type; a
     CompilationError at the first op the ``cpu`` target cannot compile yet."""
     for op in ir.walk(fn.body):
-        check_elementwise(fn, op)
-    body = map_block(fn.body, _with_layouts, {})
+        check_supported(fn, op)
+    body = map_block(fn.body, lambda op, vmap: None, {})
+    _lay_out(body)
     return Function(fn.name, body, list(fn.arg_names), [dict(a) for a in fn.arg_attrs], fn.loc)
 
 
-def _with_layouts(op: Op, vmap: dict) -> list[Op]:
-    new = clone_op(op, vmap)
-    for r in new.results:
-        if isinstance(r.type, TileType):
-            r.type = TileType(r.type.shape, r.type.elem, scalar_layout(r.type.shape))
-    return [new]
+def _lay_out(block: Block) -> None:
+    """Put ``scalar_layout`` on the tiles of ``block`` (a fresh copy): its
+    arguments (a loop's carried values), its ops' results, their regions'."""
+    for v in block.args:
+        _with_layout(v)
+    for op in block.ops:
+        for r in op.results:
+            _with_layout(r)
+        for region in op.regions:
+            _lay_out(region)
 
 
-def check_elementwise(fn: Function, op: Op) -> None:
-    """A CompilationError at ``op``'s line unless it is one of ``ELEMENTWISE_OPS``."""
-    if not isinstance(op, ELEMENTWISE_OPS):
+def _with_layout(v: Value) -> None:
+    if isinstance(v.type, TileType):
+        v.type = TileType(v.type.shape, v.type.elem, scalar_layout(v.type.shape))
+
+
+def check_supported(fn: Function, op: Op) -> None:
+    """A CompilationError at ``op``'s line unless it is one of ``HOST_OPS``."""
+    if not isinstance(op, HOST_OPS):
         raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
-                               f"the cpu target cannot compile `{op.NAME}` yet: it compiles only elementwise "
-                               "kernels (loads, stores and per-element arithmetic) so far; run this kernel on "
-                               "numpy arrays (the interpreter) or on a GPU", fn.name)
+                               f"the cpu target cannot compile `{op.NAME}` yet: it compiles elementwise code, "
+                               "reductions, scans, broadcasts, loops, branches and atomics so far; run this "
+                               "kernel on numpy arrays (the interpreter) or on a GPU", fn.name)
