@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Protocol
+from typing import Callable, Mapping, Protocol
 
 from llvmlite import ir as llir
 
@@ -97,7 +97,6 @@ class Ctx:
         self.axes, self.plan = analyses.axes, analyses.shared
         self.shared_bytes = 0
         self.scratch_start = 0  # where the op being lowered may put scratch data
-        self.op: Optional[Op] = None  # the op being lowered
         self.deferred: dict[Value, object] = {}
         self.users = _users(fn)  # value -> [(user op, its block)]
         tid = lowering.thread_id(self)
@@ -141,16 +140,14 @@ class Ctx:
         return self.shared_at(self.scratch_start, nbytes)
 
     def shared_at(self, offset: int, nbytes: int) -> llir.Value:
-        """A pointer ``offset`` bytes into shared memory, where ``nbytes`` are
-        used; a TilecError (at the op being lowered) on a target that has none."""
-        if not self.target.max_shared_bytes:
-            raise TilecError(f"the {self.lowering.name} target cannot compile `{self.op.NAME}` here yet: its "
-                             "lowering needs memory shared by a program's threads, which the target does not "
-                             "have; run this kernel on numpy arrays (the interpreter) or on a GPU")
+        """A pointer ``offset`` bytes into shared memory, where ``nbytes`` are used."""
         self.shared_bytes = max(self.shared_bytes, offset + nbytes)
         return byte_offset(self.b, self._smem_global(), offset) if offset else self._smem_global()
 
     def _smem_global(self) -> llir.Value:
+        given = self.lowering.shared_memory(self)
+        if given is not None:
+            return given
         g = self.module.globals.get("tilec_smem")
         if g is None:
             space = self.lowering.shared_address_space
@@ -174,7 +171,6 @@ class Ctx:
         if rule is None:
             raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
                                    f"the {self.lowering.name} backend cannot compile `{op.NAME}` yet", self.fn.name)
-        self.op = op
         self.scratch_start = self.plan.live_top(op)
         if self.deferred and may_write_shared(op):
             self.flush_deferred()

@@ -95,6 +95,12 @@ class TargetLowering(ABC):
         LLVM's ``cmpxchg``."""
         return None
 
+    def shared_memory(self, ctx: Ctx) -> Optional[llir.Value]:
+        """Where the block's shared memory starts, when the target hands it to
+        the kernel (a CPU's scratch argument); None is the module's
+        ``@tilec_smem``, which the GPU places."""
+        return None
+
     # --- debugging ---------------------------------------------------------------
     @abstractmethod
     def printf(self, ctx: Ctx, fmt: str, args: list[llir.Value]) -> None:

@@ -3,9 +3,9 @@ this process's CPU (at its baseline) through llvmlite and run by MCJIT.
 
 A first cut, the seed of the native CPU path: one thread runs each program
 and holds every element of its tiles as scalars (no vectors, no threads
-yet); elementwise code, reductions, scans, broadcasts, loops, branches and
-atomics compile (``layouts.HOST_OPS``; ``dot`` and shape changes, which need
-memory shared by a program's threads, are a CompilationError at their line).  It runs nothing by itself:
+yet); elementwise code, reductions, scans, shape ops, ``dot``, gathers,
+loops, branches and atomics compile (``layouts.HOST_OPS``; any other op is a
+CompilationError at its line).  It runs nothing by itself:
 ``places`` is empty, so ``kernel[grid](numpy arrays)`` still goes to the
 interpreter (target ``"host"``).  Compile with ``kernel.compile(...,
 target="cpu")`` and launch through ``launcher().launch(compiled, grid, args)``,

@@ -7,16 +7,16 @@ row-major.  Tiles of one shape then share one layout and no op ever needs a
 ``convert_layout``; in codegen a tile is a Python list of one scalar LLVM
 value per element.
 
-The ops lowered so far (``HOST_OPS``) are those whose generic rules need
-no memory shared between a program's threads once one thread holds every
-element: elementwise arithmetic, comparisons, casts, math, pointers,
+The ops lowered so far (``HOST_OPS``), each by its generic rule:
+elementwise arithmetic, comparisons, casts, math, pointers,
 ``load``/``store``, program ids, ``print``/``assert``; reductions and
-scans (inside the thread); ``expand_dims`` and broadcasts; ``for``,
-``while`` and ``if``; atomics.  Any other op (``dot``, a shape change) is a
-CompilationError at the user's line, saying so; so would be an op whose
-rule asked for shared memory after all, since the target has none
-(``Ctx.shared_at``).  With one thread a program, an atomic's old value
-needs no sharing (``memory._atomic``).
+scans (inside the thread); ``expand_dims``, broadcasts and the shape ops;
+``dot`` (on the FMA path); ``gather`` and ``histogram``; ``for``,
+``while`` and ``if``; atomics.  What a GPU block stages in shared memory
+goes through the program's scratch buffer (``grid.py``); with one thread a
+program, an atomic's old value needs no sharing (``memory._atomic``).  Any
+other op (``map_elementwise``, the GPU's special registers) is a
+CompilationError at the user's line, saying so.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ HOST_OPS = (
     ir.Load, ir.Store, ir.Print, ir.Assert, ir.Barrier,
     ir.Reduce, ir.Scan, ir.ExpandDims, ir.Broadcast, ir.AtomicRMW, ir.AtomicCAS,
     ir.For, ir.While, ir.If, ir.Yield, ir.Condition,
+    ir.Dot, ir.Reshape, ir.Permute, ir.Join, ir.Split, ir.Gather, ir.Histogram,
 )
 
 
@@ -74,5 +75,5 @@ def check_supported(fn: Function, op: Op) -> None:
     if not isinstance(op, HOST_OPS):
         raise CompilationError(op.loc.file, op.loc.line, op.loc.col,
                                f"the cpu target cannot compile `{op.NAME}` yet: it compiles elementwise code, "
-                               "reductions, scans, broadcasts, loops, branches and atomics so far; run this "
-                               "kernel on numpy arrays (the interpreter) or on a GPU", fn.name)
+                               "reductions, scans, shape ops, dots, gathers, loops, branches and atomics so far; "
+                               "run this kernel on numpy arrays (the interpreter) or on a GPU", fn.name)

@@ -19,7 +19,7 @@ from tilec.errors import TilecError
 from tilec.codegen_llvm import TargetLowering
 from tilec.codegen_llvm.debug import GENERIC, string_constant
 from tilec.codegen_llvm.kernel import I32, I64, Ctx
-from tilec.backends.host.grid import grid_argument
+from tilec.backends.host.grid import SCRATCH, grid_argument
 
 STDERR = 2  # the file descriptor a failed assertion writes to
 
@@ -37,6 +37,10 @@ class HostLowering(TargetLowering):
 
     def num_programs(self, ctx: Ctx, axis: int) -> llir.Value:
         return ctx[grid_argument(ctx.fn, "num_programs_" + "xyz"[axis])][0]
+
+    def shared_memory(self, ctx: Ctx) -> llir.Value:
+        """The program's scratch buffer, the kernel's last argument (``grid.py``)."""
+        return ctx[grid_argument(ctx.fn, SCRATCH)][0]
 
     def barrier(self, ctx: Ctx) -> None:
         """Nothing: the one thread of a program is always at the barrier."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilec.environment import check_enabled
+from tilec.errors import OutOfResources
 from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir, run_stages
 from tilec.targets.base import Target, target_machine
@@ -76,7 +77,8 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     kernel = lower(fn, target, HostLowering(), Analyses(axes=analyze_axes(fn), shared=plan_shared(fn)), 1,
                    options.enable_fp_fusion)
     module = _parse(kernel.llir, target)
-    module.link_in(_parse(grid_entry(fn, target), target))
+    check_scratch(fn.name, kernel.shared_bytes, target)
+    module.link_in(_parse(grid_entry(fn, target, kernel.shared_bytes), target))
     module.get_function(fn.name).linkage = "internal"
     tuning = llvm.create_pipeline_tuning_options(speed_level=O3)
     builder = llvm.create_pass_builder(target_machine(target), tuning)
@@ -84,6 +86,15 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     module.verify()
     build.llir = str(module)
     return build.llir
+
+
+def check_scratch(kernel: str, nbytes: int, target: Target) -> None:
+    """OutOfResources when a program needs more scratch memory than the
+    target's limit (it lives on the calling thread's stack)."""
+    if nbytes > target.max_shared_bytes:
+        raise OutOfResources(kernel, "scratch memory", nbytes, target.max_shared_bytes,
+                             f"{nbytes} bytes of scratch memory per program (a dot's operands, a reshape's "
+                             "elements)", "use smaller tiles")
 
 
 def emit_assembly(llir: str, build: Build) -> str:

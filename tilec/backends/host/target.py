@@ -9,9 +9,10 @@ with ``vcvtneps2bf16``, which flushes subnormals (1e-40 -> 0) where numpy and
 the interpreter keep them.
 
 One thread runs a whole program (``warp_size`` 1, one thread per block) and
-holds every element of each of its tiles (``layouts.py``).  Nothing the
-target compiles uses shared memory, so it has none; each load or store moves
-one element (``max_vector_bytes`` 1: tiles are lists of scalars, vectors
+holds every element of each of its tiles (``layouts.py``).  What a GPU
+block keeps in shared memory (a dot's staged operands, a reshape's elements)
+a program keeps in a scratch buffer on the calling thread's stack
+(``grid.py``), at most ``SCRATCH_BYTES``; each load or store moves one element (``max_vector_bytes`` 1: tiles are lists of scalars, vectors
 come with the CPU backend's growth).  Registers are the CPU's business: no
 register check runs for this target.
 
@@ -27,6 +28,9 @@ from tilec.targets.base import Target, llvm_data_layout
 #: other architecture gets LLVM's ``generic`` CPU, its own baseline.
 BASELINE_CPUS = {"x86_64": "x86-64"}
 BASELINE_FEATURES = ""
+#: A program's scratch memory at most: well inside a thread's stack (8 MiB
+#: for Python's main thread), the size of a GPU's shared memory and more.
+SCRATCH_BYTES = 1 << 20
 
 
 @functools.cache
@@ -44,8 +48,8 @@ def host_target() -> Target:
         cpu=cpu,
         features=BASELINE_FEATURES,
         warp_size=1,
-        default_shared_bytes=0,
-        max_shared_bytes=0,
+        default_shared_bytes=SCRATCH_BYTES,
+        max_shared_bytes=SCRATCH_BYTES,
         max_vector_bytes=1,
         max_threads_per_block=1,
     )
