@@ -28,7 +28,7 @@ from tilec.ir.layouts import register_counts, register_offsets, register_strides
 from tilec.ir.types import TileType, elem_type
 from tilec.codegen_llvm.kernel import I32, Ctx, element_address, layout_coordinates, linear_index, lowers, thread_bit, thread_layout_bits
 from tilec.codegen_llvm.memory import _from_memory, _to_memory
-from tilec.codegen_llvm.scalar_base import memory_type
+from tilec.codegen_llvm.scalar_base import bit_width, memory_type
 
 
 def combine(ctx: Ctx, block: Block, acc: list, x: list) -> list:
@@ -138,7 +138,7 @@ def shuffle_xor(ctx: Ctx, v: llir.Value, lane_mask: int) -> llir.Value:
     """``v`` of the lane whose id differs from ours by ``lane_mask`` (xor):
     split into 32-bit words, shuffled, put back together."""
     b = ctx.b
-    bits = _bits(v.type)
+    bits = bit_width(v.type)
     as_int = b.ptrtoint(v, llir.IntType(64)) if isinstance(v.type, llir.PointerType) else (
         b.bitcast(v, llir.IntType(bits)) if not isinstance(v.type, llir.IntType) else v)
     wide = llir.IntType(max(32, bits))
@@ -155,14 +155,6 @@ def shuffle_xor(ctx: Ctx, v: llir.Value, lane_mask: int) -> llir.Value:
     if isinstance(v.type, llir.PointerType):
         return b.inttoptr(back, v.type)
     return back if isinstance(v.type, llir.IntType) else b.bitcast(back, v.type)
-
-
-def _bits(t: llir.Type) -> int:
-    if isinstance(t, llir.IntType):
-        return t.width
-    if isinstance(t, llir.PointerType):
-        return 64
-    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
 
 
 # --------------------------------------------------------------------------- #

@@ -148,6 +148,21 @@ def counted_loop(b: llir.IRBuilder, count: llir.Value, body: Callable[[llir.Valu
     b.position_at_end(done)
 
 
+_FLOAT_BITS = {"half": 16, "bfloat": 16, "float": 32, "double": 64}
+
+
+def bit_width(t: llir.Type) -> int:
+    """How many bits a value of LLVM type ``t`` holds: an int's width, a
+    float's, a pointer's 64, a vector's elements' together."""
+    if isinstance(t, llir.VectorType):
+        return t.count * bit_width(t.element)
+    if isinstance(t, llir.IntType):
+        return t.width
+    if isinstance(t, llir.PointerType):
+        return 64
+    return _FLOAT_BITS[str(t)]
+
+
 def overloaded(base: str, *types: llir.Type) -> str:
     """An overloaded intrinsic's name: ``overloaded("llvm.fma", f32)`` is ``llvm.fma.f32``."""
     return ".".join([base] + [t.intrinsic_name for t in types])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from tilec.backends.nvidia.target import ARCHS, DEFAULT_ARCH, nvptx_target
+from tilec.backends.nvidia.target import ARCHS, DEFAULT_ARCH, capability, nvptx_target
 from tilec.targets.base import Target
 from tilec.targets.registry import Backend, Launcher, Stage, file_identity
 
@@ -51,7 +51,7 @@ class NvidiaBackend(Backend):
 
     def language_target(self, name: str) -> tuple[str, Any, int]:
         """CUDA with the compute capability as an int (``sm_90a`` -> 90), as Triton's driver says."""
-        return ("cuda", int(name.removeprefix("sm_").rstrip("a")), self.target(name).warp_size)
+        return ("cuda", capability(name), self.target(name).warp_size)
 
     def toolchain(self, target: str) -> tuple:
         """LLVM (llvmlite's version) and the ptxas and libdevice files found (no

@@ -26,7 +26,8 @@ from llvmlite import ir as llir
 from tilec.codegen_llvm.kernel import Ctx
 from tilec.codegen_llvm.maps import emit_inline_asm
 from tilec.codegen_llvm.memory import scoped
-from tilec.codegen_llvm.scalar_base import overloaded
+from tilec.codegen_llvm.scalar_base import bit_width, overloaded
+from tilec.backends.nvidia.target import REGISTER_CONSTRAINTS, capability
 
 # LLVM's read-modify-write names (``memory._rmw_name``) -> PTX's op, per
 # operand kind: "b" bits, "u" unsigned, "s" signed, "f" float.
@@ -35,25 +36,17 @@ _INTEGER_OPS = {
     "umin": ("min", "u"), "and": ("and", "b"), "or": ("or", "b"), "xor": ("xor", "b"), "xchg": ("exch", "b"),
 }
 _FLOAT_LOOPS = {"fmax": "llvm.maxnum", "fmin": "llvm.minnum"}
-_CONSTRAINT = {16: "h", 32: "r", 64: "l"}
-
-
-def _bits(t: llir.Type) -> Optional[int]:
-    """The width of a scalar the atomics move, None for other types."""
-    if isinstance(t, llir.IntType):
-        return t.width
-    return {llir.HalfType: 16, llir.FloatType: 32, llir.DoubleType: 64}.get(type(t), 16 if str(t) == "bfloat" else None)
 
 
 def _float_name(t: llir.Type) -> str:
     """PTX's name of float type ``t`` (``f32``, ``bf16``...)."""
-    return "bf16" if str(t) == "bfloat" else f"f{_bits(t)}"
+    return "bf16" if str(t) == "bfloat" else f"f{bit_width(t)}"
 
 
 def _ptx_op(ctx: Ctx, name: str, t: llir.Type) -> Optional[str]:
     """``add.f32``, ``max.s64``... : the PTX op and type of read-modify-write
     ``name`` on ``t``, None where PTX has no single instruction for it."""
-    bits = _bits(t)
+    bits = bit_width(t)
     if isinstance(t, llir.IntType):
         if bits not in (32, 64) or name not in _INTEGER_OPS:
             return None
@@ -61,30 +54,25 @@ def _ptx_op(ctx: Ctx, name: str, t: llir.Type) -> Optional[str]:
         return f"{op}.{kind}{bits}"
     if name == "xchg" and bits in (32, 64):
         return f"exch.b{bits}"
-    if name != "fadd" or bits is None:
+    if name != "fadd":
         return None
     if bits == 16:  # f16 from sm_70, bf16 from sm_90 (earlier: generic path)
-        return None if str(t) == "bfloat" and _sm(ctx) < 90 else f"add.noftz.{_float_name(t)}"
+        return None if str(t) == "bfloat" and capability(ctx.target.cpu) < 90 else f"add.noftz.{_float_name(t)}"
     return f"add.{_float_name(t)}"
 
 
-def _sm(ctx: Ctx) -> int:
-    """The compute capability ``ctx`` compiles for, as a number (``sm_90a`` -> 90)."""
-    return int(ctx.target.cpu[3:5])
-
-
 def _as_bits(ctx: Ctx, v: llir.Value) -> llir.Value:
-    return v if isinstance(v.type, llir.IntType) else ctx.b.bitcast(v, llir.IntType(_bits(v.type)))
+    return v if isinstance(v.type, llir.IntType) else ctx.b.bitcast(v, llir.IntType(bit_width(v.type)))
 
 
 def _asm(ctx: Ctx, text: str, ptr: llir.Value, operands: list[llir.Value]) -> llir.Value:
     """``text`` (``$0`` the old value, ``$1`` the address, then ``operands``)
     on the integer bits of ``operands``; the old value as the operands' type."""
     t = operands[0].type
-    reg = _CONSTRAINT[_bits(t)]
+    reg = REGISTER_CONSTRAINTS[bit_width(t)]
     constraints = f"={reg},l," + ",".join(reg for _ in operands) + ",~{memory}"
     old = emit_inline_asm(ctx, text, constraints, [ptr] + [_as_bits(ctx, v) for v in operands],
-                          llir.IntType(_bits(t)), side_effects=True)
+                          llir.IntType(bit_width(t)), side_effects=True)
     return old if old.type == t else ctx.b.bitcast(old, t)
 
 
@@ -93,7 +81,7 @@ def atomic_rmw(ctx: Ctx, name: str, ptr: llir.Value, value: llir.Value, sem: str
     """The old value of read-modify-write ``name`` (LLVM's: ``add``, ``fadd``,
     ``umax``...) of ``value`` at ``ptr``, one ``atom`` with tile-IR ``sem``
     and ``scope``; None where PTX has no instruction for it (module docstring)."""
-    if name in _FLOAT_LOOPS and _bits(value.type) in (32, 64):
+    if name in _FLOAT_LOOPS and bit_width(value.type) in (32, 64):
         return _float_loop(ctx, _FLOAT_LOOPS[name], ptr, value, sem, scope)
     op = _ptx_op(ctx, name, value.type)
     if op is None:
@@ -111,8 +99,8 @@ def atomic_cas(ctx: Ctx, ptr: llir.Value, cmp: llir.Value, val: llir.Value, sem:
 def _cas(ctx: Ctx, ptr: llir.Value, cmp: llir.Value, val: llir.Value, qualifiers: str) -> Optional[llir.Value]:
     """``atom.global.<qualifiers>.cas`` of ``cmp`` for ``val`` at ``ptr`` (its
     old value), None for a width PTX lacks."""
-    bits = _bits(cmp.type)
-    if bits not in _CONSTRAINT:
+    bits = bit_width(cmp.type)
+    if bits not in REGISTER_CONSTRAINTS:
         return None
     return _asm(ctx, f"atom.global.{qualifiers}.cas.b{bits} $0, [$1], $2, $3;", ptr, [cmp, val])
 
@@ -122,7 +110,7 @@ def _float_loop(ctx: Ctx, combine: str, ptr: llir.Value, value: llir.Value, sem:
     compare-and-swap until no other thread wrote in between; the old value."""
     b, t = ctx.b, value.type
     start = b.block
-    first = b.load_atomic(ptr, scoped("monotonic", ctx.lowering.syncscope(scope)), align=_bits(t) // 8, typ=t)
+    first = b.load_atomic(ptr, scoped("monotonic", ctx.lowering.syncscope(scope)), align=bit_width(t) // 8, typ=t)
     retry = b.append_basic_block("atomic_retry")
     done = b.append_basic_block("atomic_done")
     b.branch(retry)

@@ -23,18 +23,10 @@ from llvmlite import ir as llir
 
 from tilec.codegen_llvm.kernel import I32, Ctx
 from tilec.codegen_llvm.maps import emit_inline_asm
+from tilec.codegen_llvm.scalar_base import bit_width
+from tilec.backends.nvidia.target import REGISTER_CONSTRAINTS
 
 I64 = llir.IntType(64)
-_REGISTER = {16: "h", 32: "r", 64: "l"}
-
-
-def _bits(t: llir.Type) -> int:
-    """The bits of a scalar or vector type codegen loads and stores."""
-    if isinstance(t, llir.VectorType):
-        return t.count * _bits(t.element)
-    if isinstance(t, llir.IntType):
-        return t.width
-    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
 
 
 def _words(bits: int) -> tuple[int, int]:
@@ -72,13 +64,13 @@ def load(ctx: Ctx, ptr: llir.Value, vtype: llir.Type, cache: str, eviction: str,
     if not (cache or eviction or volatile):
         return None
     instruction, policy = _access(ctx, "ld", cache, eviction, volatile)
-    n, w = _words(_bits(vtype))
+    n, w = _words(bit_width(vtype))
     wt = llir.IntType(max(16, w))
     outs = ", ".join(f"${i}" for i in range(n))
     dest = f"{{{outs}}}" if n > 1 else outs
     vec = f".v{n}" if n > 1 else ""
     text = f"{instruction}{vec}.{_width_name(w)} {dest}, [${n}]{_policy_operand(policy, n + 1)};"
-    constraints = ",".join([f"={_REGISTER[wt.width]}"] * n + ["l"] + ["l"] * len(policy)) + ",~{memory}"
+    constraints = ",".join([f"={REGISTER_CONSTRAINTS[wt.width]}"] * n + ["l"] + ["l"] * len(policy)) + ",~{memory}"
     result = wt if n == 1 else llir.LiteralStructType([wt] * n)
     got = emit_inline_asm(ctx, text, constraints, [ptr] + policy, result, side_effects=True)
     b = ctx.b
@@ -97,10 +89,10 @@ def store(ctx: Ctx, ptr: llir.Value, value: llir.Value, cache: str, eviction: st
     if not (cache or eviction):
         return False
     instruction, policy = _access(ctx, "st", cache, eviction, False)
-    n, w = _words(_bits(value.type))
+    n, w = _words(bit_width(value.type))
     wt = llir.IntType(max(16, w))
     b = ctx.b
-    bits = b.bitcast(value, llir.IntType(_bits(value.type)) if n == 1 else llir.VectorType(wt, n))
+    bits = b.bitcast(value, llir.IntType(bit_width(value.type)) if n == 1 else llir.VectorType(wt, n))
     words = [bits] if n == 1 else [b.extract_element(bits, I32(i)) for i in range(n)]
     if n == 1 and wt.width != w:
         words = [b.zext(bits, wt)]
@@ -108,6 +100,6 @@ def store(ctx: Ctx, ptr: llir.Value, value: llir.Value, cache: str, eviction: st
     src = f"{{{srcs}}}" if n > 1 else srcs
     vec = f".v{n}" if n > 1 else ""
     text = f"{instruction}{vec}.{_width_name(w)} [$0], {src}{_policy_operand(policy, n + 1)};"
-    constraints = ",".join(["l"] + [_REGISTER[wt.width]] * n + ["l"] * len(policy)) + ",~{memory}"
+    constraints = ",".join(["l"] + [REGISTER_CONSTRAINTS[wt.width]] * n + ["l"] * len(policy)) + ",~{memory}"
     emit_inline_asm(ctx, text, constraints, [ptr] + words + policy, llir.VoidType(), side_effects=True)
     return True

@@ -73,6 +73,15 @@ def nvptx_target(arch: str) -> Target:
     )
 
 
+#: The inline-PTX operand constraint of an integer register of each width.
+REGISTER_CONSTRAINTS = {16: "h", 32: "r", 64: "l"}
+
+
+def capability(arch: str) -> int:
+    """The compute capability of ``arch`` as one number (``sm_90a`` -> 90)."""
+    return int(arch.removeprefix("sm_").rstrip("a"))
+
+
 def emit_ptx(llvm_ir: str, arch: str) -> str:
     """PTX text for the LLVM IR module `llvm_ir` compiled for `arch`.
 
