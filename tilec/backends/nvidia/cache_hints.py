@@ -29,9 +29,19 @@ from tilec.backends.nvidia.target import REGISTER_CONSTRAINTS
 I64 = llir.IntType(64)
 
 
-def _words(bits: int) -> tuple[int, int]:
-    """(how many, how wide): the PTX operands that move ``bits``."""
-    return (bits // 32, 32) if bits > 64 else (1, bits)
+def _words(t: llir.Type) -> tuple[int, int, llir.IntType]:
+    """(how many, how wide, the register holding one): the PTX data operands
+    that move a value of ``t`` (8-bit ones travel in 16-bit registers)."""
+    bits = bit_width(t)
+    n, w = (bits // 32, 32) if bits > 64 else (1, bits)
+    return n, w, llir.IntType(max(16, w))
+
+
+def _data(n: int, first: int) -> tuple[str, str]:
+    """The vector qualifier and the operand text of ``n`` data operands
+    numbered from ``first``: ``(".v4", "{$1, $2, $3, $4}")`` or ``("", "$1")``."""
+    names = ", ".join(f"${first + i}" for i in range(n))
+    return (f".v{n}", f"{{{names}}}") if n > 1 else ("", names)
 
 
 def _access(ctx: Ctx, op: str, cache: str, eviction: str, volatile: bool) -> tuple[str, list]:
@@ -64,13 +74,11 @@ def load(ctx: Ctx, ptr: llir.Value, vtype: llir.Type, cache: str, eviction: str,
     if not (cache or eviction or volatile):
         return None
     instruction, policy = _access(ctx, "ld", cache, eviction, volatile)
-    n, w = _words(bit_width(vtype))
-    wt = llir.IntType(max(16, w))
-    outs = ", ".join(f"${i}" for i in range(n))
-    dest = f"{{{outs}}}" if n > 1 else outs
-    vec = f".v{n}" if n > 1 else ""
+    n, w, wt = _words(vtype)
+    vec, dest = _data(n, 0)
     text = f"{instruction}{vec}.{_width_name(w)} {dest}, [${n}]{_policy_operand(policy, n + 1)};"
-    constraints = ",".join([f"={REGISTER_CONSTRAINTS[wt.width]}"] * n + ["l"] + ["l"] * len(policy)) + ",~{memory}"
+    reg = REGISTER_CONSTRAINTS[wt.width]
+    constraints = ",".join([f"={reg}"] * n + ["l"] + ["l"] * len(policy)) + ",~{memory}"
     result = wt if n == 1 else llir.LiteralStructType([wt] * n)
     got = emit_inline_asm(ctx, text, constraints, [ptr] + policy, result, side_effects=True)
     b = ctx.b
@@ -89,16 +97,13 @@ def store(ctx: Ctx, ptr: llir.Value, value: llir.Value, cache: str, eviction: st
     if not (cache or eviction):
         return False
     instruction, policy = _access(ctx, "st", cache, eviction, False)
-    n, w = _words(bit_width(value.type))
-    wt = llir.IntType(max(16, w))
+    n, w, wt = _words(value.type)
     b = ctx.b
-    bits = b.bitcast(value, llir.IntType(bit_width(value.type)) if n == 1 else llir.VectorType(wt, n))
+    bits = b.bitcast(value, llir.IntType(w) if n == 1 else llir.VectorType(wt, n))
     words = [bits] if n == 1 else [b.extract_element(bits, I32(i)) for i in range(n)]
     if n == 1 and wt.width != w:
         words = [b.zext(bits, wt)]
-    srcs = ", ".join(f"${i + 1}" for i in range(n))
-    src = f"{{{srcs}}}" if n > 1 else srcs
-    vec = f".v{n}" if n > 1 else ""
+    vec, src = _data(n, 1)
     text = f"{instruction}{vec}.{_width_name(w)} [$0], {src}{_policy_operand(policy, n + 1)};"
     constraints = ",".join(["l"] + [REGISTER_CONSTRAINTS[wt.width]] * n + ["l"] * len(policy)) + ",~{memory}"
     emit_inline_asm(ctx, text, constraints, [ptr] + words + policy, llir.VoidType(), side_effects=True)
