@@ -35,7 +35,7 @@ def string_constant(ctx: Ctx, text: str) -> llir.Value:
         arr = llir.ArrayType(llir.IntType(8), len(data))
         g = llir.GlobalVariable(ctx.module, arr, name)
         g.global_constant, g.linkage, g.initializer = True, "private", llir.Constant(arr, data)
-        g.type = GENERIC  # see Ctx._smem_global
+        g.type = GENERIC  # see Ctx._smem_base
     return g
 
 

@@ -142,9 +142,11 @@ class Ctx:
     def shared_at(self, offset: int, nbytes: int) -> llir.Value:
         """A pointer ``offset`` bytes into shared memory, where ``nbytes`` are used."""
         self.shared_bytes = max(self.shared_bytes, offset + nbytes)
-        return byte_offset(self.b, self._smem_global(), offset) if offset else self._smem_global()
+        return byte_offset(self.b, self._smem_base(), offset) if offset else self._smem_base()
 
-    def _smem_global(self) -> llir.Value:
+    def _smem_base(self) -> llir.Value:
+        """Where shared memory starts: the backend's (``TargetLowering.shared_memory``),
+        else the module's ``@tilec_smem``."""
         given = self.lowering.shared_memory(self)
         if given is not None:
             return given

@@ -149,8 +149,11 @@ def _store(ctx: Ctx, op: ir.Store) -> None:
 
 def _owner(ctx: Ctx, ptr: ir.Value):
     """Who performs a side effect on each element: thread 0 for a scalar, the
-    owning thread of a replicated tile element, else every thread."""
+    owning thread of a replicated tile element, else every thread (None, as
+    for a block of one thread, which holds and owns every element)."""
     t = ptr.type
+    if ctx.num_warps * ctx.target.warp_size == 1:
+        return None
     if not isinstance(t, TileType):
         return first_thread(ctx)
     return owner_predicate(ctx, t.layout, t.shape)
@@ -251,7 +254,7 @@ def _atomic(ctx: Ctx, op: ir.Op, masks, one, operand_lists: list) -> None:
         cond = all_of(ctx.b, [c for c in (owner, masks[i] if masks else None) if c is not None])
         args = [regs[i] for regs in operand_lists]
         old.append(_guarded(ctx, cond, lambda: one(i, *args), constant(elem, 0)))
-    if owner is not None and ctx.num_warps * ctx.target.warp_size > 1:  # one thread: it is the owner
+    if owner is not None:
         old = _share_owners_values(ctx, op.result, old, owner)
     ctx.bind(op.results, [old])
 

@@ -14,7 +14,8 @@ scans (inside the thread); ``expand_dims``, broadcasts and the shape ops;
 ``dot`` (on the FMA path); ``gather`` and ``histogram``; ``for``,
 ``while`` and ``if``; atomics.  What a GPU block stages in shared memory
 goes through the program's scratch buffer (``grid.py``); with one thread a
-program, an atomic's old value needs no sharing (``memory._atomic``).  Any
+program, nothing is left to an owner thread, so an atomic's old value needs
+no sharing (``memory._owner``).  Any
 other op (``map_elementwise``, the GPU's special registers) is a
 CompilationError at the user's line, saying so.
 """

@@ -10,9 +10,10 @@ pasted inline; atomics are single ``atom`` instructions carrying their
 ordering and scope (``atomics.py``); loads and stores with cache hints are
 inline ``ld``/``st`` (``cache_hints.py``).  The kernel is a ``ptx_kernel`` with ``.maxntid``
 (and ``.maxnreg`` when the launch asks for it).  Atomic scopes: ``gpu`` is
-LLVM's ``device`` scope (``fence.acq_rel.gpu``), ``cta`` is ``block``;
-``sys`` is the whole system, which also orders against the host and other
-GPUs, on every try of every spinning program.
+PTX's ``.gpu`` (LLVM's ``device`` syncscope, for the atomics left to LLVM),
+``cta`` is ``.cta`` (``block``); ``sys`` is the whole system, which also
+orders against the host and other GPUs, on every try of every spinning
+program.
 
 The math library is libdevice (``NvidiaMath``); the tensor-core,
 asynchronous-copy and other special-register rules come from ``mma.py``,
