@@ -293,7 +293,7 @@ def _atomic_common(ctx, pointer, sem, scope, fname: str) -> tuple[Tensor, str, s
     return ptr, sem, scope
 
 
-def _check_atomic_elem(elem: ir.ScalarType, kind: str, fname: str) -> None:
+def check_atomic_elem(elem: ir.ScalarType, kind: str, fname: str) -> None:
     """Which element types each atomic supports (Triton's rules)."""
     if elem.is_int and elem.bits < 32:
         raise TypingError(f"`{fname}` does not support {dtype_name(elem)}; use a 32- or 64-bit type")
@@ -306,7 +306,7 @@ def _check_atomic_elem(elem: ir.ScalarType, kind: str, fname: str) -> None:
 def _atomic_rmw(kind: str, fname: str):
     def impl(ctx, pointer, val, mask, sem, scope):
         ptr, sem, scope = _atomic_common(ctx, pointer, sem, scope, fname)
-        _check_atomic_elem(ptr.elem.elem, kind, fname)
+        check_atomic_elem(ptr.elem.elem, kind, fname)
         v = fit_to(ctx, cast_to(ctx, val, ptr.elem.elem), ptr.shape, "val", fname)
         return emit(ctx, ir.AtomicRMW, kind=kind, ptr=ptr.handle, val=v.handle,
                     mask=mask_arg(ctx, mask, ptr.shape, fname), sem=sem, scope=scope)

@@ -30,7 +30,7 @@ from tilec.frontend.common import bind_arguments
 from tilec.frontend.semantic import Tensor, TypingError, constant, describe, dtype_name, emit, to_tl_dtype
 from tilec.frontend.tl_block_pointers import (as_list, block_access, block_value, index_scalars, masked_load,
                                               padding_value)
-from tilec.frontend.tl_ops import _check_atomic_elem, block_shape as power_of_two_shape, implements, one_of
+from tilec.frontend.tl_ops import block_shape as power_of_two_shape, check_atomic_elem, implements, one_of
 from tilec.ir.kernel_params import DescriptorParam
 
 PADDINGS = ("zero", "nan")
@@ -206,7 +206,7 @@ def descriptor_atomic(ctx, desc: TensorDescriptor, method: str, offsets: Any, va
     if desc.elem not in elems:
         raise TypingError(f"`{fname}` does not support {dtype_name(desc.elem)}; it takes "
                           + ", ".join(dtype_name(t) for t in elems))
-    _check_atomic_elem(desc.elem, kind, fname)
+    check_atomic_elem(desc.elem, kind, fname)
     val = block_value(ctx, value, desc.elem, desc.block_shape, fname)
     pointers, inside = descriptor_block(ctx, desc, offsets, fname)
     emit(ctx, ir.AtomicRMW, kind=kind, ptr=pointers.handle, val=val.handle, mask=inside.handle, sem="relaxed",

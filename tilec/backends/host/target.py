@@ -12,8 +12,9 @@ One thread runs a whole program (``warp_size`` 1, one thread per block) and
 holds every element of each of its tiles (``layouts.py``).  What a GPU
 block keeps in shared memory (a dot's staged operands, a reshape's elements)
 a program keeps in a scratch buffer on the calling thread's stack
-(``grid.py``), at most ``SCRATCH_BYTES``; each load or store moves one element (``max_vector_bytes`` 1: tiles are lists of scalars, vectors
-come with the CPU backend's growth).  Registers are the CPU's business: no
+(``grid.py``), at most ``SCRATCH_BYTES``; each load or store moves one
+element (``max_vector_bytes`` 1: tiles are lists of scalars, vectors come
+with the CPU backend's growth).  Registers are the CPU's business: no
 register check runs for this target.
 
 Importing this module does not load llvmlite; ``host_target()`` does.
