@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from tilec import ir
 from tilec.errors import CompilationError
-from tilec.ir.core import Block, Function, Op, Value, map_block
+from tilec.ir.core import Block, Function, Op, Value, clone_block
 from tilec.ir.layouts import Blocked
 from tilec.ir.types import TileType
 
@@ -49,7 +49,7 @@ def assign_scalar_layouts(fn: Function) -> Function:
     CompilationError at the first op the ``cpu`` target cannot compile yet."""
     for op in ir.walk(fn.body):
         check_supported(fn, op)
-    body = map_block(fn.body, lambda op, vmap: None, {})
+    body = clone_block(fn.body, {})
     _lay_out(body)
     return Function(fn.name, body, list(fn.arg_names), [dict(a) for a in fn.arg_attrs], fn.loc)
 
