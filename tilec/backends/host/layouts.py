@@ -56,14 +56,13 @@ def assign_scalar_layouts(fn: Function) -> Function:
 
 def _lay_out(block: Block) -> None:
     """Put ``scalar_layout`` on the tiles of ``block`` (a fresh copy): its
-    arguments (a loop's carried values), its ops' results, their regions'."""
+    arguments, every op's results, every region's arguments (a loop's
+    carried values)."""
     for v in block.args:
         _with_layout(v)
-    for op in block.ops:
-        for r in op.results:
-            _with_layout(r)
-        for region in op.regions:
-            _lay_out(region)
+    for op in ir.walk(block):
+        for v in op.results + [a for region in op.regions for a in region.args]:
+            _with_layout(v)
 
 
 def _with_layout(v: Value) -> None:
