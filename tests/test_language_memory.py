@@ -142,6 +142,20 @@ def test_hints_and_cache_modifiers_do_not_change_results(dtype, data, n, load_ca
     assert_close(z, x, dtype, ulps=0)
 
 
+@pytest.mark.parametrize("options, what", [
+    (dict(LOAD_CACHE=".cs"), "`tl.load` cache_modifier"), (dict(STORE_CACHE=".ca"), "`tl.store` cache_modifier"),
+    (dict(EVICTION="evict_sometimes"), "`tl.load` eviction_policy"),
+])
+def test_an_unknown_cache_hint_is_an_error_at_its_line_and_writes_nothing(options, what):
+    x, z = np.arange(4, dtype=np.float32), np.full(4, -1.0, np.float32)
+    hints = {**dict(LOAD_CACHE="", STORE_CACHE="", EVICTION="", VOLATILE=False), **options}
+    (given,) = options.values()
+    with pytest.raises(tilec.CompilationError, match=rf"{what} must be one of .*; got '{given}'") as e:
+        hinted_copy_kernel[(1,)](x, z, 4, BLOCK=BLOCK, **hints)
+    assert "cache_modifier=" in open(e.value.file).read().splitlines()[e.value.line - 1]
+    np.testing.assert_array_equal(z, np.full(4, -1.0, np.float32))
+
+
 @tilec.jit
 def volatile_kernel(x_ptr, z_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
