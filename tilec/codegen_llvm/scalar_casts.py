@@ -174,13 +174,17 @@ _CASTS = {  # (source class, destination class) -> emitter(ctx, x, src, dst, rou
 
 @lowers(ir.Cast)
 def _cast(ctx, op, args):
-    src, dst, (x,) = operand_type(op), op.to, args
+    return convert(ctx, args[0], operand_type(op), op.to, op.rounding)
+
+
+def convert(ctx, x: llir.Value, src, dst, rounding: str) -> llir.Value:
+    """Value ``x`` of IR type ``src`` as ``dst`` (``ir.Cast``'s meaning, its ``rounding``)."""
     if isinstance(dst, ScalarType) and dst.is_bool:
-        return x if src == dst else _nonzero(ctx, x, src, dst, op.rounding)
+        return x if src == dst else _nonzero(ctx, x, src, dst, rounding)
     emitter = _CASTS.get((_class(src), _class(dst)))
     if emitter is None:
         raise no_lowering(f"a cast from {src} to {dst}")
-    return emitter(ctx, x, src, dst, op.rounding)
+    return emitter(ctx, x, src, dst, rounding)
 
 
 @lowers(ir.Bitcast)
