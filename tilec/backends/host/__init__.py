@@ -1,21 +1,18 @@
 """The host backend: target ``"cpu"``, kernels compiled to machine code for
-this process's CPU (at its baseline) through llvmlite and run by MCJIT.
+this process's CPU through llvmlite, loaded by MCJIT and run on every core.
+It runs kernels launched on host arrays (numpy arrays, CPU torch tensors);
+``TILEC_INTERPRET=1`` or ``@tilec.jit(interpret=True)`` sends them to the
+reference interpreter (target ``"host"``) instead.
 
-A first cut, the seed of the native CPU path: one thread runs each program
-and holds every element of its tiles as scalars (no vectors, no threads
-yet); elementwise code, reductions, scans, shape ops, ``dot``, gathers,
-loops, branches and atomics compile (``layouts.HOST_OPS``; any other op is a
-CompilationError at its line).  It runs nothing by itself:
-``places`` is empty, so ``kernel[grid](numpy arrays)`` still goes to the
-interpreter (target ``"host"``).  Compile with ``kernel.compile(...,
-target="cpu")`` and launch through ``launcher().launch(compiled, grid, args)``,
-``args`` classified as a launch classifies them (``kernel.plan(args, kwargs).args``).
+A program is one thread; its tiles are buffers on its stack or loops over
+their elements, which LLVM vectorizes (``codegen.py``, ``tiles.py``).
 
-Its rooms: ``target.py`` (the facts), ``stages.py`` (the pipeline after
-``optimize``: scalar layouts, LLVM IR, assembly, object code),
-``layouts.py`` and ``grid.py`` (its passes over tile IR: the layouts, the
-program ids as arguments; and the grid entry in LLVM), ``lowering.py`` (its
-``TargetLowering``) and ``launcher.py`` (MCJIT).
+Its rooms: ``target.py`` (the facts: the CPU level), ``stages.py`` (the
+pipeline after ``optimize``: LLVM IR, assembly, object code),
+``codegen.py``, ``tiles.py`` and the ``rules_*.py`` (tile IR -> LLVM IR),
+``lowering.py`` (printing, assertions, the math library), ``libcalls.py``
+(routines LLVM calls that no library here has), ``grid.py`` (the grid
+entry), ``launcher.py`` (MCJIT) and ``threads.py`` (the worker threads).
 
 This package is what the registry imports: it loads none of those rooms (no
 LLVM); each method imports what it needs.
@@ -25,18 +22,18 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tilec.targets.base import Target
-from tilec.targets.registry import Backend, Launcher, Stage
+from tilec.targets.registry import HOST_PLACE, Backend, Launcher, Stage
 
 #: The host backend's one target.
 TARGET = "cpu"
 
 
 class HostBackend(Backend):
-    """The host CPU: compiles for ``"cpu"``, launches only when asked by name (no ``places`` yet)."""
+    """The host CPU: compiles for ``"cpu"`` and runs host arrays."""
 
     targets = (TARGET,)
     default_target = TARGET
-    places = ()
+    places = (HOST_PLACE,)
     default_stage = "asm"
 
     @property
@@ -51,8 +48,7 @@ class HostBackend(Backend):
         compile_for_cpu(compiled)
 
     def launcher(self) -> Launcher:
-        """``launcher.py``: its ``launch`` runs a ``cpu`` variant on host arrays (the
-        rest of ``Launcher`` comes with a place, ``launch/jit.py`` asks none of it yet)."""
+        """``launcher.py``: runs ``cpu`` variants on host arrays."""
         from tilec.backends.host import launcher
 
         return launcher
@@ -63,10 +59,11 @@ class HostBackend(Backend):
         return host_target()
 
     def toolchain(self, target: str) -> tuple:
-        """LLVM (llvmlite's version) and the triple the code is made for (this process's)."""
+        """LLVM (llvmlite's version), the triple and the CPU level the code is made for (this process's)."""
         import llvmlite
 
-        return (llvmlite.__version__, self.target(target).triple)
+        facts = self.target(target)
+        return (llvmlite.__version__, facts.triple, facts.cpu)
 
 
 BACKEND = HostBackend()

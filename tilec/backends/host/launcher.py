@@ -1,19 +1,23 @@
-"""Runs a kernel compiled for the ``cpu`` target on host arrays, through
-llvmlite's MCJIT: ``launch``, as ``registry.Launcher`` has it.  The rest of
-that protocol (which target a launch picks, the fast path, the device's
-name) comes when the backend gets a place in the registry (``places``); until
-then ``launch/jit.py`` never asks it, and callers compile for ``"cpu"`` by name.
+"""Runs kernels compiled for the ``cpu`` target on host arrays (numpy arrays,
+CPU torch tensors), through llvmlite's MCJIT: ``registry.Launcher`` for the
+host place (the reference interpreter runs it instead under
+``TILEC_INTERPRET`` or ``@jit(interpret=True)``).
 
 The first launch of a ``CompiledKernel`` loads its object code (``asm["obj"]``)
 into an MCJIT engine of its own, kept in ``compiled.runtime`` for the
 variant's life (never in the disk cache, which holds data), and makes a
 ctypes function of its grid entry (``grid.py``).  A launch is then one call:
 arrays pass their data's address, scalars the integer of their bits, and
-the grid runs inside the call, in this thread.  ctypes lets go of the GIL
-for the call.  A launch is synchronous: a ``stream=`` has nothing to order.
+the programs run on this process's threads (``threads.py``); ctypes lets go
+of the GIL for the call.  A launch is synchronous: a ``stream=`` has nothing
+to order.
 
-Nothing checks the accesses (the interpreter does): an index out of bounds
-reads or writes whatever memory is there, as on a GPU.  An array the kernel
+Nothing checks the accesses (the interpreter does, ``TILEC_INTERPRET=1``):
+an index out of bounds reads or writes whatever memory is there, as on a
+GPU, and may stop the process with a segmentation fault.  It never stops it
+silently: the first load turns on Python's ``faulthandler`` (unless the
+program has already), which prints every thread's Python stack, the
+``kernel[grid](...)`` line included, before the process ends.  An array the kernel
 may write must be writable (``opt/written_pointers.py``), or the launch is
 refused before anything runs.
 
@@ -26,6 +30,7 @@ process on one that does not, so a TilecError naming it comes first.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import functools
 import struct
 from dataclasses import dataclass
@@ -41,9 +46,11 @@ from tilec.targets.base import CODEGEN_OPT_LEVEL
 from tilec.backends.host import TARGET
 from tilec.backends.host.grid import GRID_SUFFIX
 from tilec.backends.host.target import host_target
+from tilec.backends.host.threads import run_programs
 
-#: Where LLVM's runtime routines for 16-bit floats live (GCC's runtime library).
-RUNTIME_LIBRARY = "libgcc_s.so.1"
+#: The libraries whose routines compiled code calls: LLVM's for 16-bit floats
+#: (GCC's runtime library) and the C math library's (``expf``...).
+RUNTIME_LIBRARIES = ("libgcc_s.so.1", "libm.so.6")
 
 
 @dataclass(frozen=True)
@@ -55,16 +62,36 @@ class LoadedKernel:
     entry: Callable[..., None]
 
 
+def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
+    """Host arrays run code compiled for this CPU (``target.py``)."""
+    return TARGET
+
+
+default_target = target  # what kernel.compile picks for host arrays: the same
+
+
+def device_name(args: Sequence[KernelArg], device: Optional[int]) -> None:
+    """None: there is one host, its tuning results are kept under the target alone."""
+    return None
+
+
+def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: Optional[int]) -> None:
+    """None: host launches take the general path."""
+    return None
+
+
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
            device: Optional[int] = None, stream: Any = None) -> None:
     """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing
     them in place (``device`` and ``stream`` mean nothing on the host)."""
     refuse_read_only(compiled, args)
-    if 0 in grid:
+    total = grid[0] * grid[1] * grid[2]
+    if total == 0:
         return  # an empty grid launches no program
     loaded = compiled.runtime.get(TARGET) or load(compiled)
-    values = compiled.runtime_args(args)
-    loaded.entry(*(_entry_value(a.type, v) for a, v in zip(compiled.fn.args, values)), *grid)
+    values = [_entry_value(a.type, v) for a, v in zip(compiled.fn.args, compiled.runtime_args(args))]
+    run_programs(lambda first, last: loaded.entry(*values, *grid, first, last), total,
+                 compiled.metadata.shared if compiled.metadata else 0)
 
 
 def _entry_value(t: Type, value: Any) -> int:
@@ -88,6 +115,8 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
 
     obj = compiled.asm["obj"]
     check_symbols(compiled.name, obj)
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
     facts = host_target()
     machine = llvm.Target.from_triple(facts.triple).create_target_machine(  # the engine owns (and frees) it
         cpu=facts.cpu, features=facts.features, opt=CODEGEN_OPT_LEVEL)
@@ -96,7 +125,8 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     engine = llvm.create_mcjit_compiler(empty, machine)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
-    signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *[ctypes.c_int32] * 3)
+    signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *[ctypes.c_int32] * 3,
+                                 ctypes.c_int64, ctypes.c_int64)
     loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)))
     compiled.runtime[TARGET] = loaded
     return loaded
@@ -107,8 +137,8 @@ def check_symbols(kernel: str, obj: bytes) -> None:
     missing = missing_symbols(obj)
     if missing:
         raise TilecError(f"kernel `{kernel}` compiled for the cpu target calls {', '.join(missing)}, which this "
-                         f"process does not have (16-bit float conversions come from {RUNTIME_LIBRARY}; "
-                         "the bf16 ones LLVM calls are in no library Python loads); nothing ran")
+                         f"process does not have (tilec loads {', '.join(RUNTIME_LIBRARIES)} for the code it "
+                         "compiles); nothing ran")
 
 
 def missing_symbols(obj: bytes) -> list[str]:
@@ -121,13 +151,15 @@ def missing_symbols(obj: bytes) -> list[str]:
 
 @functools.cache
 def _load_runtime_library() -> None:
-    """Make ``RUNTIME_LIBRARY``'s routines visible to MCJIT (once; where it is missing, ``check_symbols`` says what lacks)."""
+    """Make ``RUNTIME_LIBRARIES``' routines visible to MCJIT (once; where one is
+    missing, ``check_symbols`` says what lacks)."""
     import llvmlite.binding as llvm
 
-    try:
-        llvm.load_library_permanently(RUNTIME_LIBRARY)
-    except RuntimeError:
-        pass
+    for name in RUNTIME_LIBRARIES:
+        try:
+            llvm.load_library_permanently(name)
+        except RuntimeError:
+            pass
 
 
 def undefined_symbols(obj: bytes) -> list[str]:

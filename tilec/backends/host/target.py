@@ -1,21 +1,22 @@
-"""The facts of the ``cpu`` target: this process's CPU family at its baseline.
+"""The facts of the ``cpu`` target: this process's CPU family at a named level.
 
 The triple is the one this process runs under (``x86_64-unknown-linux-gnu``
-here), so that MCJIT can load the code into it.  The CPU is that family's
-baseline (``x86-64``: SSE2 and nothing more), never the machine's own
-(``llvm.get_host_cpu_name()``): a result must not depend on the machine that
-compiled it.  On a CPU with AVX512-BF16, say, LLVM would round f32 -> bf16
-with ``vcvtneps2bf16``, which flushes subnormals (1e-40 -> 0) where numpy and
-the interpreter keep them.
+here), so that MCJIT can load the code into it.  The CPU is a named level of
+that family chosen from the features this CPU reports (``cpu_level``), never
+the machine's own model (``llvm.get_host_cpu_name()``), so that a result does
+not depend on the model that compiled it and no instruction that changes a
+result is ever chosen: on x86-64, ``x86-64-v4`` (AVX-512 F/BW/CD/DQ/VL) where
+all of it is present, else ``x86-64-v3`` (AVX2, FMA), else the ``x86-64``
+baseline (SSE2).  None of these levels holds AVX512-BF16, whose f32 -> bf16
+conversion flushes subnormals (1e-40 -> 0) where numpy and the interpreter
+keep them.  On AArch64 the level is ``generic`` (NEON is part of the
+architecture); any other architecture gets LLVM's ``generic`` CPU.  The
+level is part of the compiled code's cache key (``HostBackend.toolchain``).
 
-One thread runs a whole program (``warp_size`` 1, one thread per block) and
-holds every element of each of its tiles (``layouts.py``).  What a GPU
-block keeps in shared memory (a dot's staged operands, a reshape's elements)
-a program keeps in a scratch buffer on the calling thread's stack
-(``grid.py``), at most ``SCRATCH_BYTES``; each load or store moves one
-element (``max_vector_bytes`` 1: tiles are lists of scalars, vectors come
-with the CPU backend's growth).  Registers are the CPU's business: no
-register check runs for this target.
+A program is one thread (``warp_size`` 1, one thread per block): its tiles
+are buffers in its stack memory or loops over their elements
+(``codegen.py``), vectorized by LLVM at the level's vector width.  Registers
+are the CPU's business: no register check runs for this target.
 
 Importing this module does not load llvmlite; ``host_target()`` does.
 """
@@ -25,13 +26,26 @@ import functools
 
 from tilec.targets.base import Target, llvm_data_layout
 
-#: The baseline LLVM CPU of each architecture (the triple's first part); any
-#: other architecture gets LLVM's ``generic`` CPU, its own baseline.
+#: The x86-64 levels, best first, with the features each needs (LLVM's names).
+X86_LEVELS = (
+    ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx2", "fma", "bmi2")),
+    ("x86-64-v3", ("avx2", "fma", "bmi", "bmi2", "f16c", "lzcnt", "movbe")),
+)
+#: Every level's fallback, by architecture (the triple's first part).
 BASELINE_CPUS = {"x86_64": "x86-64"}
-BASELINE_FEATURES = ""
-#: A program's scratch memory at most: well inside a thread's stack (8 MiB
-#: for Python's main thread), the size of a GPU's shared memory and more.
-SCRATCH_BYTES = 1 << 20
+#: The most stack memory one program's buffers may take (``OutOfResources``
+#: beyond): the launcher's threads have stacks of ``STACK_BYTES``.
+STACK_BYTES = 64 << 20
+MAX_PROGRAM_BYTES = 48 << 20
+
+
+def cpu_level(arch: str, features: dict[str, bool]) -> str:
+    """The named CPU level code for ``arch`` is made for on a CPU with ``features``."""
+    if arch == "x86_64":
+        for name, needs in X86_LEVELS:
+            if all(features.get(f, False) for f in needs):
+                return name
+    return BASELINE_CPUS.get(arch, "generic")
 
 
 @functools.cache
@@ -41,16 +55,20 @@ def host_target() -> Target:
 
     triple = llvm.get_process_triple()
     arch = triple.split("-", 1)[0]
-    cpu = BASELINE_CPUS.get(arch, "generic")
+    try:
+        features = dict(llvm.get_host_cpu_features())
+    except RuntimeError:  # LLVM knows no features of this CPU: its baseline
+        features = {}
+    cpu = cpu_level(arch, features)
     return Target(
         name=f"{arch}-{cpu}",
         triple=triple,
-        data_layout=llvm_data_layout(triple, cpu, BASELINE_FEATURES),
+        data_layout=llvm_data_layout(triple, cpu, ""),
         cpu=cpu,
-        features=BASELINE_FEATURES,
+        features="",
         warp_size=1,
-        default_shared_bytes=SCRATCH_BYTES,
-        max_shared_bytes=SCRATCH_BYTES,
-        max_vector_bytes=1,
+        default_shared_bytes=MAX_PROGRAM_BYTES,
+        max_shared_bytes=MAX_PROGRAM_BYTES,
+        max_vector_bytes=64,
         max_threads_per_block=1,
     )

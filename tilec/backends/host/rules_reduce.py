@@ -1,0 +1,217 @@
+"""Host rules of ``reduce``, ``scan`` and ``dot``: loop nests over the tiles.
+
+A reduction or scan along the last dim keeps its running value in a scalar
+(an LLVM register once ``mem2reg`` has run) and walks the dim innermost;
+along any other dim it keeps a row of running values in the result buffer
+and walks the other dims innermost, so the vectorizer combines whole rows
+at once.  The combine region is lowered per element as scalar code.  A
+reduction's combine may be reassociated (``reassoc``: the order of
+combination is unspecified, ``ir.Reduce``), which lets LLVM vectorize a
+sum along the last dim; a scan's is applied in order.  A reduction over
+every dim reduces the last dim first, then the rest.
+
+``dot`` multiplies buffers of ``a`` and ``b`` in an ``m, k, n`` loop nest
+(``n`` innermost: a row of ``b`` times one element of ``a`` into a row of
+the result), accumulating as the interpreter does: floats in f32 (f64 when
+an operand is f64) rounded to the accumulator's type at the end, tf32
+inputs rounded to tf32 first, integers exactly (wrapping) in the
+accumulator's type.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as llir
+
+from tilec import ir
+from tilec.ir.types import elem_type, f32, f64, shape_of
+from tilec.codegen_llvm.memory import _from_memory, _to_memory
+from tilec.codegen_llvm.scalar_base import counted_loop, memory_type
+from tilec.codegen_llvm.scalar_casts import convert
+from tilec.backends.host.codegen import HostCtx, host_rule
+from tilec.backends.host.rules_values import element
+from tilec.backends.host.tiles import I64, Buffer, element_pointer, for_each
+
+
+def _combine(ctx: HostCtx, op: ir.Op, accs: list, xs: list, reassociate: bool) -> list:
+    """``op``'s combine region on scalars ``accs`` (the earlier elements) and ``xs``."""
+    flags = ctx.scalar.float_flags
+    if reassociate:
+        ctx.scalar.float_flags = flags + ("reassoc",)
+    try:
+        return ctx.run_region(op.combine, list(accs) + list(xs))
+    finally:
+        ctx.scalar.float_flags = flags
+
+
+class _Slots:
+    """Scalars in stack slots, one per operand of a reduction (LLVM keeps
+    them in registers): ``set``/``get`` their values."""
+
+    def __init__(self, ctx: HostCtx, elems: list):
+        self.ctx, self.elems = ctx, elems
+        self.slots = [ctx.slot(e) for e in elems]
+
+    def set(self, values: list) -> None:
+        for slot, v, e in zip(self.slots, values, self.elems):
+            self.ctx.b.store(_to_memory(self.ctx, v, e), slot)
+
+    def get(self) -> list:
+        return [_from_memory(self.ctx, self.ctx.b.load(s, typ=memory_type(e)), e)
+                for s, e in zip(self.slots, self.elems)]
+
+
+def _with(coords: tuple, axis: int, at) -> tuple:
+    """``coords`` with ``at`` inserted as dim ``axis``."""
+    return coords[:axis] + (at,) + coords[axis:]
+
+
+def _store_all(ctx: HostCtx, bufs: list[Buffer], coords: tuple, values: list) -> None:
+    for buf, v in zip(bufs, values):
+        ctx.b.store(_to_memory(ctx, v, buf.elem), element_pointer(ctx, buf, coords))
+
+
+def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) -> list:
+    """``op``'s combine over dim ``axis`` of ``srcs`` (tiles of ``shape``): a
+    buffer per operand of the remaining shape, or scalars when none remains."""
+    out_shape = shape[:axis] + shape[axis + 1:]
+    elems = [s.elem for s in srcs]
+    n = shape[axis]
+    b = ctx.b
+    if axis == len(shape) - 1:
+        outs = [ctx.buffer(out_shape, e) for e in elems] if out_shape else None
+        slots = _Slots(ctx, elems)
+
+        def row(coords) -> None:
+            slots.set([s.at(ctx, coords + (I64(0),)) for s in srcs])
+
+            def step(i) -> None:
+                at = coords + (b.add(i, I64(1)),)
+                slots.set(_combine(ctx, op, slots.get(), [s.at(ctx, at) for s in srcs], True))
+            counted_loop(b, I64(n - 1), step)
+            if outs is not None:
+                _store_all(ctx, outs, coords, slots.get())
+        for_each(ctx, out_shape, row)
+        return outs if outs is not None else slots.get()
+    outs = [ctx.buffer(out_shape, e) for e in elems]
+    for_each(ctx, out_shape, lambda coords: _store_all(ctx, outs, coords,
+                                                       [s.at(ctx, _with(coords, axis, I64(0))) for s in srcs]))
+
+    def layer(i) -> None:
+        at = b.add(i, I64(1))
+        for_each(ctx, out_shape, lambda coords: _store_all(
+            ctx, outs, coords, _combine(ctx, op, [o.at(ctx, coords) for o in outs],
+                                        [s.at(ctx, _with(coords, axis, at)) for s in srcs], True)))
+    counted_loop(b, I64(n - 1), layer)
+    return outs
+
+
+@host_rule(ir.Reduce)
+def _reduce(ctx: HostCtx, op: ir.Reduce) -> None:
+    srcs = [ctx[v] for v in op.srcs]
+    shape = shape_of(op.srcs[0].type)
+    if op.axis is not None:
+        outs = reduce_axis(ctx, op, srcs, shape, op.axis)
+    else:
+        while len(shape) > 1:
+            srcs, shape = reduce_axis(ctx, op, srcs, shape, len(shape) - 1), shape[:-1]
+        outs = reduce_axis(ctx, op, srcs, shape, 0)
+    for v, out in zip(op.results, outs):
+        ctx.bind(v, out)
+
+
+@host_rule(ir.Scan)
+def _scan(ctx: HostCtx, op: ir.Scan) -> None:
+    srcs = [ctx[v] for v in op.srcs]
+    shape, axis = shape_of(op.srcs[0].type), op.axis
+    n, b = shape[axis], ctx.b
+    outs = [ctx.buffer(shape, s.elem) for s in srcs]
+    others = shape[:axis] + shape[axis + 1:]
+    first = I64(n - 1 if op.reverse else 0)
+
+    def position(i) -> tuple:
+        """The ``i + 1``-th element along the axis in scan order, and the one before it."""
+        if op.reverse:
+            at = b.sub(I64(n - 2), i)
+            return at, b.add(at, I64(1))
+        return b.add(i, I64(1)), i
+    if axis == len(shape) - 1:
+        slots = _Slots(ctx, [s.elem for s in srcs])
+
+        def row(coords) -> None:
+            slots.set([s.at(ctx, coords + (first,)) for s in srcs])
+            _store_all(ctx, outs, coords + (first,), slots.get())
+
+            def step(i) -> None:
+                at = coords + (position(i)[0],)
+                slots.set(_combine(ctx, op, slots.get(), [s.at(ctx, at) for s in srcs], False))
+                _store_all(ctx, outs, at, slots.get())
+            counted_loop(b, I64(n - 1), step)
+        for_each(ctx, others, row)
+    else:
+        for_each(ctx, others, lambda coords: _store_all(
+            ctx, outs, _with(coords, axis, first), [s.at(ctx, _with(coords, axis, first)) for s in srcs]))
+
+        def layer(i) -> None:
+            at, before = position(i)
+            for_each(ctx, others, lambda coords: _store_all(
+                ctx, outs, _with(coords, axis, at),
+                _combine(ctx, op, [o.at(ctx, _with(coords, axis, before)) for o in outs],
+                         [s.at(ctx, _with(coords, axis, at)) for s in srcs], False)))
+        counted_loop(b, I64(n - 1), layer)
+    for v, out in zip(op.results, outs):
+        ctx.bind(v, out)
+
+
+def _tf32(ctx: HostCtx, x: llir.Value) -> llir.Value:
+    """f32 ``x`` rounded to tf32 (10 mantissa bits, to nearest even), NaN kept."""
+    b, i32 = ctx.b, llir.IntType(32)
+    bits = b.bitcast(x, i32)
+    odd = b.and_(b.lshr(bits, i32(13)), i32(1))
+    rounded = b.and_(b.add(bits, b.add(i32(0xFFF), odd)), i32(0xFFFFE000 - (1 << 32)))
+    return b.select(b.fcmp_unordered("uno", x, x), x, b.bitcast(rounded, x.type))
+
+
+@host_rule(ir.Dot)
+def _dot(ctx: HostCtx, op: ir.Dot) -> None:
+    a, bm = ctx.materialize(ctx[op.a]), ctx.materialize(ctx[op.b])
+    acc = ctx[op.acc]
+    t_in, t_acc = elem_type(op.a.type), elem_type(op.acc.type)
+    shape = shape_of(op.acc.type)
+    if t_in.is_float:
+        wide = f64 if f64 in (t_in, t_acc) else f32
+    else:
+        wide = t_acc
+    out = ctx.buffer(shape, wide)
+    b = ctx.b
+
+    def to_wide(x, t):
+        return convert(ctx.scalar, x, t, wide, "rtne") if t != wide else x
+
+    def operand(x):
+        x = to_wide(x, t_in)
+        return _tf32(ctx, x) if op.input_precision == "tf32" and t_in == f32 else x
+    for_each(ctx, shape, lambda c: b.store(to_wide(element(ctx, acc, c), t_acc), element_pointer(ctx, out, c)))
+    batch, (m, k), n = shape[:-2], shape_of(op.a.type)[-2:], shape[-1]
+
+    def product(coords) -> None:
+        *lead, i, kk = coords
+        av = operand(a.at(ctx, coords))
+
+        def column(j) -> None:
+            at = tuple(lead) + (i, j)
+            bv = operand(bm.at(ctx, tuple(lead) + (kk, j)))
+            p = element_pointer(ctx, out, at)
+            old = b.load(p, typ=memory_type(wide))
+            if wide.is_float:
+                new = b.fadd(old, b.fmul(av, bv, flags=ctx.scalar.float_flags), flags=ctx.scalar.float_flags)
+            else:
+                new = b.add(old, b.mul(av, bv))
+            b.store(new, p)
+        counted_loop(b, I64(n), column)
+    for_each(ctx, batch + (m, k), product)
+    if wide != t_acc:
+        result = ctx.buffer(shape, t_acc)
+        for_each(ctx, shape, lambda c: b.store(_to_memory(ctx, convert(ctx.scalar, out.at(ctx, c), wide, t_acc, "rtne"),
+                                                          t_acc), element_pointer(ctx, result, c)))
+        out = result
+    ctx.bind(op.result, out)
+
