@@ -1,7 +1,10 @@
 """Suite-wide setup: IR checking on, a modest hypothesis budget, every kernel
-also compiled for sm_80 and sm_90 (``gpu_compile_check.py``), launches
-mirrored onto a GPU under ``TILEC_TEST_DEVICE=cuda`` (``device_mirror.py``),
-and `gpu` tests skipped cleanly on machines without one."""
+also compiled for sm_80 and sm_90 (``gpu_compile_check.py``), host launches
+on the reference interpreter (the oracle; ``TILEC_INTERPRET`` unless the
+run sets it), launches mirrored onto a GPU under ``TILEC_TEST_DEVICE=cuda``
+and compiled for the host CPU under ``TILEC_TEST_DEVICE=cpu``
+(``device_mirror.py``; ``test_suite_on_cpu.py`` runs that mirror), and `gpu`
+tests skipped cleanly on machines without one."""
 from __future__ import annotations
 
 import ctypes
@@ -16,6 +19,9 @@ from hypothesis import HealthCheck, settings
 
 # Every kernel the tests compile is verified and must survive the text round trip.
 os.environ["TILEC_CHECK"] = "1"
+# Host launches run on the interpreter, which checks every access: the tests judge
+# its results, and the cpu mirror judges the compiled ones against the same checks.
+os.environ.setdefault("TILEC_INTERPRET", "1")
 # The suite's compiled kernels and tuning choices go to a fresh directory, never the user's cache.
 os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilec-test-cache-")
 
@@ -36,6 +42,11 @@ if os.environ.get("TILEC_TEST_DEVICE") == "cuda":  # run the host suite's launch
     from device_mirror import mirror_launches
 
     mirror_launches(tilec.JITFunction)
+elif os.environ.get("TILEC_TEST_DEVICE") == "cpu":  # and compiled for the host CPU
+    import tilec
+    from device_mirror import mirror_launches_on_cpu
+
+    mirror_launches_on_cpu(tilec.JITFunction)
 
 
 @pytest.fixture(autouse=True)

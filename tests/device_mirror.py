@@ -148,3 +148,32 @@ def _copy(v: Any) -> Any:
     raw = np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo)).copy()
     offset = v.__array_interface__["data"][0] - lo
     return np.ndarray(v.shape, v.dtype, buffer=raw, offset=offset, strides=v.strides)
+
+
+def mirror_launches_on_cpu(jit_function_class) -> None:
+    """Make ``JITFunction.run`` run host launches on the interpreter (on copies:
+    its errors raise as before), then compiled for the ``cpu`` target on the
+    test's own arrays, whose results the test then judges
+    (``TILEC_TEST_DEVICE=cpu``: the compiled host backend checked by the whole suite)."""
+    from tilec.launch.grid import normalize_grid
+    from tilec.targets.registry import backend
+
+    host_run = jit_function_class.run
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        if not any(map(_holds_array, list(args) + list(kwargs.values()))) or not ENABLED or warmup:
+            return host_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        _interpret_on_copies(host_run, self, args, kwargs, grid)
+        compiled = self.compile(*args, target="cpu", **kwargs)
+        plan = self.plan(args, kwargs)
+        backend("host").launcher().launch(compiled, normalize_grid(grid, plan.bound, self.__name__), plan.args)
+        return compiled
+
+    jit_function_class.run = run
+
+
+def _holds_array(value: Any) -> bool:
+    """Whether ``value`` is a numpy array or a tuple holding one."""
+    if isinstance(value, tuple):
+        return any(map(_holds_array, value))
+    return isinstance(value, np.ndarray)

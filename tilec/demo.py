@@ -2,9 +2,9 @@
 the result against numpy and say where it ran and how long it took.
 
 It runs on an NVIDIA GPU when cuda-python finds one and torch can use it
-(the demo makes its GPU arrays with torch); otherwise on the host, through
-the numpy reference interpreter, and says why (``why_on_host``, which the
-tutorials share).  The exit status is 1 when a result is wrong.
+(the demo makes its GPU arrays with torch); otherwise on the host CPU,
+compiled for it (``TILEC_INTERPRET=1``: the numpy reference interpreter),
+and says why (``why_on_host``, which the tutorials share).  The exit status is 1 when a result is wrong.
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def run_one(n: int, where: str, rng: np.random.Generator) -> bool:
 def main() -> int:
     why_host = why_on_host()
     where = "host" if why_host else GPU_PLACE
-    running_on = f"the host (numpy reference interpreter): {why_host}" if why_host else "an NVIDIA GPU"
+    running_on = f"the host CPU (compiled for it by LLVM): {why_host}" if why_host else "an NVIDIA GPU"
     print(f"tilec {tilec.__version__}: vector add, float32, running on {running_on}")
     rng = np.random.default_rng(0)
     results = [run_one(n, where, rng) for n in SIZES]

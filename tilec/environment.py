@@ -116,6 +116,27 @@ def sync_enabled() -> bool:
     return _flag("TILEC_SYNC", False)
 
 
+def interpret() -> bool:
+    """``TILEC_INTERPRET``, a flag, default off: kernels launched on host arrays
+    run through the reference interpreter (which checks every access) instead
+    of code compiled for the host CPU; ``@tilec.jit(interpret=...)`` decides
+    for one kernel over this."""
+    return _flag("TILEC_INTERPRET", False)
+
+
+def num_threads() -> Optional[int]:
+    """``TILEC_NUM_THREADS``, a positive integer, default none (every CPU this
+    process may run on): how many threads run the programs of a kernel
+    compiled for the host CPU."""
+    text = os.environ.get("TILEC_NUM_THREADS", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise TilecError(f"TILEC_NUM_THREADS={os.environ['TILEC_NUM_THREADS']}: not a positive integer; "
+                         "TILEC_NUM_THREADS takes how many threads run a host kernel's programs")
+    return int(text)
+
+
 def quiet() -> bool:
     """``TILEC_QUIET``, a flag, default off: no autotuning progress line on the terminal."""
     return _flag("TILEC_QUIET", False)

@@ -8,8 +8,9 @@
    constexprs, specialized scalars, pointers and where their memory lives; a
    tuple flattened into its leaves (``tuple_args.py``);
 3. pick the launcher for that place from the backend registry
-   (``targets/registry.py``: all host -> the interpreter; all on one GPU ->
-   that GPU's backend; a mix is an error naming the arrays);
+   (``targets/registry.py``: all host -> code compiled for the host CPU, or
+   the reference interpreter under ``interpret``/``TILEC_INTERPRET``; all on
+   one GPU -> that GPU's backend; a mix is an error naming the arrays);
 4. ask the launcher for the target (``"host"``, or the device's arch) and look
    the variant up in ``kernel.cache`` -- keyed by every argument's type,
    attributes and constexpr value, the options and the target -- then, on a
@@ -56,6 +57,7 @@ from tilec.launch.compiler import OPTION_DEFAULTS, CompiledKernel, Options, comp
 from tilec.launch.global_values import GlobalRead, check_globals, read_globals
 from tilec.launch.grid import Grid, grid_dims, normalize_grid
 from tilec.launch.params import classify_params, kernel_params, spec_tables
+from tilec import environment
 from tilec.targets.registry import HOST_PLACE, Launcher, active_driver, backend_for, backend_for_place
 
 #: Triton's launch options that change how a kernel is launched, not its code
@@ -91,7 +93,7 @@ class JITFunction(KernelInterface):
     def __init__(self, fn: Callable, version: Any = None, do_not_specialize: Optional[Iterable] = None,
                  do_not_specialize_on_alignment: Optional[Iterable] = None, debug: Optional[bool] = None,
                  noinline: Optional[bool] = None, repr: Optional[Callable] = None,
-                 launch_metadata: Optional[Callable] = None):
+                 launch_metadata: Optional[Callable] = None, interpret: Optional[bool] = None):
         """Triton's decorator options (see ``jit``) are kept as attributes."""
         require_function(fn)
         functools.update_wrapper(self, fn)
@@ -102,6 +104,7 @@ class JITFunction(KernelInterface):
         self.params = kernel_params(self.signature, self.constexprs, fn.__name__, do_not_specialize,
                                     do_not_specialize_on_alignment)
         self.version, self.debug, self.noinline = version, debug, noinline
+        self.interpret = interpret
         self._repr, self.launch_metadata = repr, launch_metadata
         self.cache = VariantCache()
         self._launches = self.cache.launches
@@ -274,7 +277,8 @@ class JITFunction(KernelInterface):
         return classify_params(bound, self.params, self.__name__)
 
     def _launcher(self, place: str) -> Launcher:
-        backend = backend_for_place(place)
+        interpret = self.interpret if self.interpret is not None else environment.interpret()
+        backend = backend_for_place(place, reference=interpret)
         if backend is None:
             raise TilecError(f"kernel `{self.__name__}`: running on {place} devices is not supported yet; "
                              "pass numpy arrays to run on the host")
@@ -403,9 +407,13 @@ def check_cooperative(compiled: CompiledKernel) -> None:
 def jit(fn: Optional[Callable] = None, *, version: Any = None, do_not_specialize: Optional[Iterable] = None,
         do_not_specialize_on_alignment: Optional[Iterable] = None, debug: Optional[bool] = None,
         noinline: Optional[bool] = None, repr: Optional[Callable] = None,
-        launch_metadata: Optional[Callable] = None):
+        launch_metadata: Optional[Callable] = None, interpret: Optional[bool] = None):
     """Decorator making ``fn`` a tilec kernel (``@tilec.jit`` or ``@tilec.jit(...)``),
     with Triton's options and meanings:
+
+    * ``interpret`` (tilec's): True runs launches on host arrays through the
+      reference interpreter instead of compiled host code, False never,
+      None (the default) as ``TILEC_INTERPRET`` says;
 
     * ``do_not_specialize`` / ``do_not_specialize_on_alignment``: parameters
       (names or positions) kept from specializing (``params.py``);
@@ -420,7 +428,7 @@ def jit(fn: Optional[Callable] = None, *, version: Any = None, do_not_specialize
     """
     options = dict(version=version, do_not_specialize=do_not_specialize,
                    do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
-                   noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+                   noinline=noinline, repr=repr, launch_metadata=launch_metadata, interpret=interpret)
     return functools.partial(JITFunction, **options) if fn is None else JITFunction(fn, **options)
 
 

@@ -111,6 +111,9 @@ class Backend:
       ``default_target``: the one tilec picks when nobody said;
     * ``places``: where the arrays live that its ``launcher()`` runs kernels
       on (``HOST_PLACE`` for host memory; empty: compile-only);
+      ``reference``: it is the reference interpreter, which runs a place's
+      arrays only when asked (``backend_for_place(place, reference=True)``)
+      or when no other backend runs them;
     * ``stages``: its ``Stage`` list after the generic ``tir``/``tir-opt``;
       ``default_stage``: the one ``python -m tilec compile`` prints unasked;
     * ``compile(compiled)``: run the stages on ``compiled.fn`` (most backends:
@@ -129,6 +132,7 @@ class Backend:
     targets: tuple[str, ...] = ()
     default_target: str = ""
     places: tuple[str, ...] = ()
+    reference: bool = False
     default_stage: str = ""
 
     @property
@@ -203,9 +207,14 @@ def _backends_by_target() -> dict[str, Backend]:
 
 
 @functools.cache
-def backend_for_place(place: str) -> Optional[Backend]:
-    """The first backend that launches kernels on arrays living at ``place``; None if none does."""
-    return next((b for b in backends() if place in b.places), None)
+def backend_for_place(place: str, reference: bool = False) -> Optional[Backend]:
+    """The backend that launches kernels on arrays living at ``place``: the
+    first that compiles for it, or the reference interpreter when
+    ``reference`` or when none compiles for it; None if none runs it."""
+    running = [b for b in backends() if place in b.places]
+    compiled = [b for b in running if not b.reference]
+    interpreted = [b for b in running if b.reference]
+    return next(iter((interpreted or compiled) if reference else (compiled or interpreted)), None)
 
 
 def stage_names() -> tuple[str, ...]:

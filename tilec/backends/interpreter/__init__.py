@@ -21,6 +21,7 @@ class InterpreterBackend(Backend):
     targets = (TARGET,)
     default_target = TARGET
     places = (HOST_PLACE,)
+    reference = True
     default_stage = "tir-opt"
 
     def compile(self, compiled: Any) -> None:
