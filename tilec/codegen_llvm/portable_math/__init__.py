@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from llvmlite import ir as llir
 
-from tilec.codegen_llvm.portable_math import exp_log, special, trig  # noqa: F401  (they fill BODIES)
+from tilec.codegen_llvm.portable_math import error_function, exp_log, fmod, hyperbolic, power, trig  # noqa: F401  (they fill BODIES)
 from tilec.codegen_llvm.portable_math.emitter import BODIES, FORMATS, Emitter, Format, Num
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, ScalarContext
 from tilec.codegen_llvm.scalar_math import library

@@ -16,6 +16,7 @@ that the conversion factor is applied in extra precision.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from tilec.codegen_llvm.portable_math.constants import coeffs, smallest_normal, split
 from tilec.codegen_llvm.portable_math.emitter import Emitter, Int, Num, defines
@@ -28,13 +29,20 @@ EXP10_RANGE = {"f32": (-46.0, 39.0), "f64": (-325.0, 309.0)}
 EXPM1_RANGE = {"f32": (-30.0, 89.0), "f64": (-40.0, 710.0)}
 
 
-def exp_parts(e: Emitter, x: Num) -> tuple[Num, Int]:
-    """``e^x = p * 2^k`` with ``p`` in about ``[0.7, 1.42]`` (``x`` already in ``EXP_RANGE``)."""
+def exp_tail(e: Emitter, x: Num, x_lo: Optional[Num] = None) -> tuple[Num, Int]:
+    """``e^(x + x_lo) = (1 + t) * 2^k`` with ``|t| < 0.42`` (``x`` already in
+    ``EXP_RANGE``, ``x_lo`` below an ulp of it)."""
     ln2_hi, ln2_lo = split("ln2", e.fmt)
     kf, k = e.round_small(x * (1 / math.log(2)))
     r = e.fma(-kf, ln2_lo, e.fma(-kf, ln2_hi, x))
-    p = e.fma(r * r, e.poly(r, coeffs("exp", e.fmt)), r) + 1.0
-    return p, k
+    r = r if x_lo is None else r + x_lo
+    return e.fma(r * r, e.poly(r, coeffs("exp", e.fmt)), r), k
+
+
+def exp_parts(e: Emitter, x: Num) -> tuple[Num, Int]:
+    """``e^x = p * 2^k`` with ``p`` in about ``[0.7, 1.42]`` (``x`` already in ``EXP_RANGE``)."""
+    t, k = exp_tail(e, x)
+    return t + 1.0, k
 
 
 @defines("exp")
@@ -92,11 +100,11 @@ def expm1(e: Emitter, x: Num) -> Num:
 class LogParts:
     """``x = 2^k (1 + f)`` and what ``log(1 + f)`` is made of (module docstring)."""
 
-    def __init__(self, e: Emitter, kf: Num, f: Num):
+    def __init__(self, e: Emitter, kf: Num, f: Num, fit: str = "log"):
         self.kf, self.f = kf, f
         self.s = f / (f + 2.0)
         z = self.s * self.s
-        self.r = z * e.poly(z, coeffs("log", e.fmt))
+        self.r = z * e.poly(z, coeffs(fit, e.fmt))
         self.hfsq = f * f * 0.5
 
     def tail(self) -> Num:
@@ -123,12 +131,13 @@ def _reduce(e: Emitter, bits: Int) -> tuple[Int, Num]:
     return k, m
 
 
-def log_parts(e: Emitter, x: Num) -> LogParts:
-    """The parts of ``log x`` for positive finite ``x`` (subnormals scaled by ``2^P`` first)."""
+def log_parts(e: Emitter, x: Num, fit: str = "log") -> LogParts:
+    """The parts of ``log x`` for positive finite ``x`` (subnormals scaled by
+    ``2^P`` first), ``R`` the polynomial ``fit``."""
     tiny = x < smallest_normal(e.fmt)
     k, m = _reduce(e, e.bits(e.select(tiny, x * 2.0 ** e.fmt.precision, x)))
     k = k - e.select(tiny, e.fmt.precision, 0)
-    return LogParts(e, e.to_float(k), m - 1.0)
+    return LogParts(e, e.to_float(k), m - 1.0, fit)
 
 
 def log_specials(e: Emitter, x: Num, y: Num) -> Num:
