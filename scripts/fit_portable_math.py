@@ -180,9 +180,9 @@ def fits(kind: str) -> list[Fit]:
         # sinh(x) = x + x^3 g(x^2), |x| <= 1
         Fit("sinh", lambda z: (mp.sinh(mp.sqrt(z)) - mp.sqrt(z)) / (z * mp.sqrt(z)),
             lambda z: z * mp.sqrt(z) / mp.sinh(mp.sqrt(z)), TINY, mp.mpf(1)),
-        # erf(x) = x + x g(x^2), |x| <= 0.875
-        Fit("erf", lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1, lambda z: mp.sqrt(z) / mp.erf(mp.sqrt(z)),
-            TINY, mp.mpf("0.875") ** 2, extra_bits=3),
+        # erf(x) = x + x (c + x^2 g(x^2)), |x| <= 0.875, c = 2/sqrt(pi) - 1 exactly (a pair)
+        Fit("erf", lambda z: (mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 2 / mp.sqrt(mp.pi)) / z,
+            lambda z: z * mp.sqrt(z) / mp.erf(mp.sqrt(z)), TINY, mp.mpf("0.875") ** 2, extra_bits=3),
         # erfc(x) = exp(-x^2) g(z) / (1 + 2x), z = (x - L)/(x + L), 0.875 <= x <= underflow
         Fit("erfc", _erfcx_in_z(L), lambda z: 1 / _erfcx_in_z(L)(z), _z_of(mp.mpf("0.875"), L), _z_of(x_underflow, L)),
     ]
@@ -192,7 +192,7 @@ EXACT = {
     "ln2": mp.log(2), "ln10": mp.log(10), "log2e": 1 / mp.log(2), "log10e": 1 / mp.log(10),
     "log10_2": mp.log10(2), "log2_10": mp.log(10) / mp.log(2), "pi": mp.pi, "pi_2": mp.pi / 2,
     "pi_4": mp.pi / 4, "two_over_pi": 2 / mp.pi, "pi_8": mp.pi / 8, "atan_half": mp.atan(mp.mpf(1) / 2),
-    "atan_1_5": mp.atan(mp.mpf(3) / 2),
+    "atan_1_5": mp.atan(mp.mpf(3) / 2), "erf_slope_minus_1": 2 / mp.sqrt(mp.pi) - 1,
 }
 
 #: The erfc tail's centre L of z = (x - L)/(x + L), per type (must match ``fits``).

@@ -41,6 +41,10 @@ from tilec.codegen_llvm.scalar_math import library
 from tilec.ir import ops as ir
 
 
+#: Where sin, cos and tan keep their stated accuracy (module docstring).
+TRIG_BOUNDS = {"f32": 1e5, "f64": 1e9}
+
+
 def function_name(name: str, fmt: Format) -> str:
     """The symbol of the portable ``name`` on ``fmt``: ``tilec.math.exp.f32``."""
     return f"tilec.math.{name}.{fmt.kind}"
@@ -90,4 +94,4 @@ def _signature(fmt: Format, arity: int) -> llir.FunctionType:
 
 PORTABLE_MATH = PortableMath()
 
-__all__ = ["PORTABLE_MATH", "PortableMath", "function_name"]
+__all__ = ["PORTABLE_MATH", "TRIG_BOUNDS", "PortableMath", "function_name"]

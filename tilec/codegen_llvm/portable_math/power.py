@@ -46,16 +46,20 @@ def log2_pair(e: Emitter, a: Num) -> tuple[Num, Num]:
 
 
 def exp2_pair(e: Emitter, hi: Num, lo: Num) -> Num:
-    """``2^(hi + lo)``, ``lo`` below an ulp of ``hi`` (``hi`` may be infinite or NaN)."""
+    """``2^(hi + lo)``, ``lo`` below an ulp of ``hi`` (``hi`` may be huge,
+    infinite or NaN: held to ``EXP2_RANGE``, where ``lo`` no longer counts)."""
     hi_held = e.clamp(hi, *EXP2_RANGE[e.fmt.kind])
     kf, k = e.round_small(hi_held)
-    r = (hi_held - kf) + e.select(e.abs(hi) < math.inf, lo, 0.0)
+    r = (hi_held - kf) + e.select(e.eq(hi, hi_held), lo, 0.0)
     return e.scale(e.fma(r, e.poly(r, coeffs("exp2", e.fmt)), 1.0), k)
 
 
 def _rint(e: Emitter, x: Num) -> Num:
-    """``rint(x)`` for any ``x`` (past ``2^(P-2)`` every float is an integer)."""
-    return e.select(e.abs(x) < 2.0 ** (e.fmt.precision - 2), e.round_small(x)[0], x)
+    """``rint(x)`` for any ``x``: below ``2^(P-1)`` adding that power leaves no
+    fraction bits; past it every float is an integer."""
+    big = 2.0 ** e.fmt.mantissa_bits
+    a = e.abs(x)
+    return e.select(a < big, e.copysign((a + big) - big, x), x)
 
 
 def _odd_integer(e: Emitter, y: Num) -> Mask:
