@@ -6,7 +6,7 @@ that ``r / b < 2^P``), ``q = trunc(rn(r / b))`` is the true quotient's floor
 or one more, so ``r - q b`` lies in ``(-b, b)``, is a multiple of ``b``'s
 last bit, and is exact in one fma (adding ``b`` back where it is negative
 is exact too).  A fixed number of steps covers the widest exponent gap
-(largest ``x`` over smallest subnormal ``y``): 13 for f32, 42 for f64 --
+(largest ``x`` over smallest subnormal ``y``): 12 for f32, 41 for f64 --
 straight-line code, so a loop calling ``fmod`` still vectorizes, at the
 cost of that many divisions.
 """
@@ -38,9 +38,11 @@ def _trunc_below(e: Emitter, v: Num) -> Num:
 
 
 def steps(fmt) -> int:
-    """Enough division steps for the widest gap between the exponents."""
-    widest_gap = 2 * fmt.bias + fmt.mantissa_bits
-    return -(-widest_gap // (fmt.precision - 1)) + 1
+    """Division steps for the widest gap between the exponents (the largest
+    ``x`` over the smallest subnormal ``y``): each step but the last closes
+    ``P - 1`` bits of it, the last leaves ``r < |y|``."""
+    widest_gap = fmt.bias + (fmt.bias - 1 + fmt.mantissa_bits)
+    return -(-widest_gap // (fmt.precision - 1))
 
 
 @defines("fmod")

@@ -39,8 +39,8 @@ class Reduced:
         total, error = two_sum(exact, -prod)
         tail = (error - prod_lo) - qf * p3
         r = total + tail
-        self.r_lo = (total - r) + tail
         self.r = e.clamp(r, -1.0, 1.0)
+        self.r_lo = e.select(e.eq(self.r, r), (total - r) + tail, 0.0)
         self.e = e
 
     def sin(self) -> tuple[Num, Num]:
@@ -101,7 +101,7 @@ def tan(e: Emitter, x: Num) -> Num:
     """``sin r / cos r``, or ``-cos r / sin r`` in the odd quadrants: the
     quotient of the rounded sums, corrected once by the pairs' remainder."""
     red = Reduced(e, x)
-    odd = (red.q & 1).equals(1)
+    odd = red.odd()
     (s_hi, s_lo), (c_hi, c_lo) = red.sin(), red.cos()
     num_hi, num_lo = e.select(odd, -c_hi, s_hi), e.select(odd, -c_lo, s_lo)
     den_hi, den_lo = e.select(odd, s_hi, c_hi), e.select(odd, s_lo, c_lo)
@@ -144,14 +144,16 @@ def atan(e: Emitter, x: Num) -> Num:
 @defines("atan2")
 def atan2(e: Emitter, y: Num, x: Num) -> Num:
     """``atan(|y| / |x|)`` (1 for two infinities, 0 for two zeros), taken from pi
-    where ``x`` is negative (-0 included), with ``y``'s sign: C99's every edge."""
+    where ``x`` is negative (-0 with a zero ``y``), with ``y``'s sign: C99's every edge."""
     ay, ax = e.abs(y), e.abs(x)
     ratio = ay / ax
     ratio = e.select(e.eq(ay, math.inf) & e.eq(ax, math.inf), 1.0, ratio)
     ratio = e.select(e.eq(ay, 0.0) & e.eq(ax, 0.0), 0.0, ratio)
     base = atan_positive(e, ratio)
     pi_hi, pi_lo = split("pi", e.fmt)
-    return e.copysign(e.select(e.signbit(x), pi_hi + (pi_lo - base), base), y)
+    # pi - base where x < 0, but pi/2 exactly where y is infinite or x is -0 (base is pi/2 there)
+    from_pi = ((x < 0.0) & (ay < math.inf)) | (e.signbit(x) & e.eq(ay, 0.0)) | e.eq(x, -math.inf)
+    return e.copysign(e.select(from_pi, pi_hi + (pi_lo - base), base), y)
 
 
 class AsinParts:
