@@ -125,6 +125,7 @@ def _ratio(num: Callable, den: Callable) -> Callable:
 
 
 LN2 = mp.log(2)
+REDUCED = mp.pi / 4 + mp.pi / 32  # the largest |r| of sin and cos's reduction
 TINY = mp.mpf(2) ** -40  # stands in for 0 where g has a removable singularity there
 
 
@@ -162,12 +163,13 @@ def fits(kind: str) -> list[Fit]:
         # the same for pow, whose log needs more bits
         Fit("log_pow", lambda z: (2 * mp.atanh(mp.sqrt(z)) - 2 * mp.sqrt(z)) / (mp.sqrt(z) * z), lambda z: z / 2,
             TINY, ((mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)) ** 2, extra_bits=6),
-        # sin(r) = r + r^3 g(r^2), |r| <= pi/4
+        # sin(r) = r + r^3 g(r^2), |r| <= pi/4 + pi/32: q = rint(2x/pi) may be off by
+        # an eighth where 2x/pi has 3 fraction bits left (f32 to 2^21, f64 to 2^50)
         Fit("sin", lambda z: (mp.sin(mp.sqrt(z)) - mp.sqrt(z)) / (z * mp.sqrt(z)),
-            lambda z: z * mp.sqrt(z) / mp.sin(mp.sqrt(z)), TINY, (mp.pi / 4) ** 2),
+            lambda z: z * mp.sqrt(z) / mp.sin(mp.sqrt(z)), TINY, REDUCED ** 2),
         # cos(r) = 1 - r^2/2 + r^4 g(r^2)
         Fit("cos", lambda z: (mp.cos(mp.sqrt(z)) - 1 + z / 2) / z ** 2, lambda z: z ** 2 / mp.cos(mp.sqrt(z)),
-            TINY, (mp.pi / 4) ** 2),
+            TINY, REDUCED ** 2),
         # atan(t) = t + t^3 g(t^2), |t| <= 7/16
         Fit("atan", lambda z: (mp.atan(mp.sqrt(z)) - mp.sqrt(z)) / (z * mp.sqrt(z)),
             lambda z: z * mp.sqrt(z) / mp.atan(mp.sqrt(z)), TINY, mp.mpf(7) ** 2 / 16 ** 2),

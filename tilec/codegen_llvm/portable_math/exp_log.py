@@ -45,7 +45,7 @@ def exp_parts(e: Emitter, x: Num) -> tuple[Num, Int]:
     return t + 1.0, k
 
 
-@defines("exp")
+@defines("exp", "fast_exp")
 def exp(e: Emitter, x: Num) -> Num:
     p, k = exp_parts(e, e.clamp(x, *EXP_RANGE[e.fmt.kind]))
     return e.scale(p, k)
@@ -59,7 +59,7 @@ def exp2(e: Emitter, x: Num) -> Num:
     return e.scale(e.fma(r, e.poly(r, coeffs("exp2", e.fmt)), 1.0), k)
 
 
-@defines("exp10")
+@defines("exp10", "fast_exp10")
 def exp10(e: Emitter, x: Num) -> Num:
     """``10^x = 2^k 10^r``, ``r = x - k log10(2)``."""
     hi, lo = split("log10_2", e.fmt)
@@ -147,7 +147,7 @@ def log_specials(e: Emitter, x: Num, y: Num) -> Num:
     return e.select(~(x >= 0.0), math.nan, y)
 
 
-@defines("log")
+@defines("log", "fast_log")
 def log(e: Emitter, x: Num) -> Num:
     ln2_hi, ln2_lo = split("ln2", e.fmt)
     p = log_parts(e, x)
@@ -155,7 +155,7 @@ def log(e: Emitter, x: Num) -> Num:
     return log_specials(e, x, y)
 
 
-@defines("log2")
+@defines("log2", "fast_log2")
 def log2(e: Emitter, x: Num) -> Num:
     c_hi, c_lo = split("log2e", e.fmt)
     p = log_parts(e, x)
@@ -163,7 +163,7 @@ def log2(e: Emitter, x: Num) -> Num:
     return log_specials(e, x, e.fma(hi, c_hi, e.fma(lo, c_hi, hi * c_lo)) + p.kf)
 
 
-@defines("log10")
+@defines("log10", "fast_log10")
 def log10(e: Emitter, x: Num) -> Num:
     c_hi, c_lo = split("log10e", e.fmt)
     l2_hi, l2_lo = split("log10_2", e.fmt)

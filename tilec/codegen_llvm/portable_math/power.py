@@ -67,7 +67,7 @@ def _odd_integer(e: Emitter, y: Num) -> Mask:
     return e.eq(_rint(e, y), y) & e.ne(_rint(e, half), half)
 
 
-@defines("pow")
+@defines("pow", "fast_pow")
 def pow(e: Emitter, x: Num, y: Num) -> Num:
     ax = e.abs(x)
     l_hi, l_lo = log2_pair(e, e.select((ax > 0.0) & (ax < math.inf), ax, 1.0))

@@ -2,8 +2,9 @@
 
 sin, cos, tan: ``x = q pi/2 + r`` with ``|r| <= pi/4``, pi/2 in three floats
 (Cody and Waite, each step one fma, so the first is exact), the minimax
-polynomials of sin and cos on ``r`` and the quadrant ``q mod 4`` choosing
-between them and their signs.  The reduction is good while ``q`` is small
+polynomials of sin and cos on ``r`` (fitted a little past pi/4: the
+rounded ``2x/pi`` may pick a ``q`` that leaves ``|r|`` up to ``pi/4 + pi/32``)
+and the quadrant ``q mod 4`` choosing between them and their signs.  The reduction is good while ``q`` is small
 beside ``2^P`` (module docstring of the package for the bounds); past the
 rounding trick's range (``|2x/pi| >= 2^(P-2)``) ``r`` is held to
 ``[-1, 1]``, so the result stays finite in ``[-1, 1]``.
@@ -32,7 +33,9 @@ class Reduced:
 
     def __init__(self, e: Emitter, x: Num):
         p1, p2, p3 = split("pi_2", e.fmt, 3)
-        qf, self.q = e.round_small(x * (2 / math.pi))
+        c_hi, c_lo = split("two_over_pi", e.fmt)
+        z = x * c_hi
+        qf, self.q = e.round_small(z + e.fma(x, c_lo, e.fma(x, c_hi, -z)))  # 2x/pi rounded once
         exact = e.fma(-qf, p1, x)
         prod = qf * p2
         prod_lo = e.fma(qf, p2, -prod)
@@ -84,19 +87,19 @@ def _nan_at_infinity(e: Emitter, x: Num, y: Num) -> Num:
     return e.select(e.eq(e.abs(x), math.inf), math.nan, y)
 
 
-@defines("sin")
+@defines("sin", "fast_sin")
 def sin(e: Emitter, x: Num) -> Num:
     red = Reduced(e, x)
     return e.keep_zero(x, _nan_at_infinity(e, x, _sin_of_quadrant(e, red, red.q)))
 
 
-@defines("cos")
+@defines("cos", "fast_cos")
 def cos(e: Emitter, x: Num) -> Num:
     red = Reduced(e, x)
     return _nan_at_infinity(e, x, _sin_of_quadrant(e, red, red.q + 1))
 
 
-@defines("tan")
+@defines("tan", "fast_tan")
 def tan(e: Emitter, x: Num) -> Num:
     """``sin r / cos r``, or ``-cos r / sin r`` in the odd quadrants: the
     quotient of the rounded sums, corrected once by the pairs' remainder."""
