@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from llvmlite import ir as llir
 
-from codegen.portable_math_cases import CASES, DTYPES, TYPES, compiled, edge_values, reference, sample, ulp_errors
+from codegen.portable_math_cases import CASES, DTYPES, TYPES, compiled, reference, sample, ulp_errors
 from codegen.scalar_cases import build_host_loop
 from helpers import PROPERTY
 

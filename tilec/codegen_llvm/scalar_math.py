@@ -4,8 +4,9 @@ As Triton: f16 and bf16 are widened to f32, computed, and rounded back once.
 ``exp(x)`` is ``exp2(x * log2(e))`` and ``sqrt`` and ``floor``/``ceil`` are
 LLVM's target-independent intrinsics (a GPU selects its hardware paths for
 them); everything else (log, log2, sin, cos, erf, fmod, and all f64 math but
-``sqrt``) calls the backend's math library (``MathLibrary``), by C's names
-by default.  A backend may compute some ops its own way
+``sqrt``) calls the backend's math library (``MathLibrary.callee``): C's
+``sinf``/``sin`` declared by default, or a body the library defines in the
+module (``portable_math``).  A backend may compute some ops its own way
 (``MathLibrary.recipes``: the NVIDIA backend's fast f32 ``rsqrt``); the
 default ``rsqrt`` is ``1 / sqrt(x)``.
 

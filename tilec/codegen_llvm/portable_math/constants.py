@@ -38,14 +38,5 @@ def split(name: str, fmt: Format, parts: int = 2) -> tuple[float, ...]:
     return tuple(out)
 
 
-def value(name: str, fmt: Format) -> float:
-    """``EXACT[name]`` rounded to ``fmt``."""
-    return split(name, fmt, 1)[0]
-
-
 def smallest_normal(fmt: Format) -> float:
     return 2.0 ** (1 - fmt.bias)
-
-
-def largest(fmt: Format) -> float:
-    return (2 - 2.0 ** -fmt.mantissa_bits) * 2.0 ** fmt.bias

@@ -156,77 +156,82 @@ class Emitter:
         return self.select(self.eq(x, 0.0), x, result)
 
 
-class Num:
-    """A float value; arithmetic with another ``Num`` or a Python number emits one instruction."""
+class _Value:
+    """What ``Num`` and ``Int`` share: arithmetic with another value of the
+    kind or a Python number (lifted by ``_lift``) emits one instruction,
+    ``OPS`` naming the builder's method for each operator."""
 
     __slots__ = ("e", "v")
+    OPS: dict[str, str] = {}
 
     def __init__(self, e: Emitter, v: llir.Value):
         self.e, self.v = e, v
 
-    def _bin(self, op: str, other: Operand, swap: bool = False) -> "Num":
-        a, b = self, self.e.num(other)
+    def _lift(self, other):
+        raise NotImplementedError
+
+    def _compare(self, op: str, a: llir.Value, b: llir.Value) -> llir.Value:
+        raise NotImplementedError
+
+    def _bin(self, op: str, other, swap: bool = False):
+        a, b = self, self._lift(other)
         if swap:
             a, b = b, a
-        return Num(self.e, getattr(self.e.b, op)(a.v, b.v))
+        return type(self)(self.e, getattr(self.e.b, self.OPS[op])(a.v, b.v))
 
-    def __add__(self, o): return self._bin("fadd", o)
-    def __radd__(self, o): return self._bin("fadd", o, True)
-    def __sub__(self, o): return self._bin("fsub", o)
-    def __rsub__(self, o): return self._bin("fsub", o, True)
-    def __mul__(self, o): return self._bin("fmul", o)
-    def __rmul__(self, o): return self._bin("fmul", o, True)
-    def __truediv__(self, o): return self._bin("fdiv", o)
-    def __rtruediv__(self, o): return self._bin("fdiv", o, True)
-    def __neg__(self): return Num(self.e, self.e.b.fneg(self.v))
-
-    def _cmp(self, op: str, other: Operand) -> "Mask":
-        return Mask(self.e, self.e.b.fcmp_ordered(op, self.v, self.e.num(other).v))
-
-    def __lt__(self, o): return self._cmp("<", o)
-    def __le__(self, o): return self._cmp("<=", o)
-    def __gt__(self, o): return self._cmp(">", o)
-    def __ge__(self, o): return self._cmp(">=", o)
-
-
-class Int:
-    """An integer of the float's width (signed where it matters)."""
-
-    __slots__ = ("e", "v")
-
-    def __init__(self, e: Emitter, v: llir.Value):
-        self.e, self.v = e, v
-
-    def _bin(self, op: str, other, swap: bool = False) -> "Int":
-        a, b = self, self.e.int(other)
-        if swap:
-            a, b = b, a
-        return Int(self.e, getattr(self.e.b, op)(a.v, b.v))
+    def _cmp(self, op: str, other) -> "Mask":
+        return Mask(self.e, self._compare(op, self.v, self._lift(other).v))
 
     def __add__(self, o): return self._bin("add", o)
     def __radd__(self, o): return self._bin("add", o, True)
     def __sub__(self, o): return self._bin("sub", o)
     def __rsub__(self, o): return self._bin("sub", o, True)
     def __mul__(self, o): return self._bin("mul", o)
-    def __and__(self, o): return self._bin("and_", o)
-    def __or__(self, o): return self._bin("or_", o)
-    def __xor__(self, o): return self._bin("xor", o)
-    def __lshift__(self, o): return self._bin("shl", o)
-    def __rshift__(self, o): return self._bin("ashr", o)
-
-    def lshr(self, o) -> "Int":
-        return self._bin("lshr", o)
-
-    def udiv(self, o) -> "Int":
-        return self._bin("udiv", o)
-
-    def _cmp(self, op: str, other) -> "Mask":
-        return Mask(self.e, self.e.b.icmp_signed(op, self.v, self.e.int(other).v))
-
+    def __rmul__(self, o): return self._bin("mul", o, True)
     def __lt__(self, o): return self._cmp("<", o)
     def __le__(self, o): return self._cmp("<=", o)
     def __gt__(self, o): return self._cmp(">", o)
     def __ge__(self, o): return self._cmp(">=", o)
+
+
+class Num(_Value):
+    """A float value (comparisons ordered: false where either is NaN)."""
+
+    __slots__ = ()
+    OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+
+    def _lift(self, other) -> "Num":
+        return self.e.num(other)
+
+    def _compare(self, op, a, b):
+        return self.e.b.fcmp_ordered(op, a, b)
+
+    def __truediv__(self, o): return self._bin("div", o)
+    def __rtruediv__(self, o): return self._bin("div", o, True)
+    def __neg__(self): return Num(self.e, self.e.b.fneg(self.v))
+
+
+class Int(_Value):
+    """An integer of the float's width (signed where it matters: ``>>`` and comparisons)."""
+
+    __slots__ = ()
+    OPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor",
+           "shl": "shl", "ashr": "ashr", "udiv": "udiv"}
+
+    def _lift(self, other) -> "Int":
+        return self.e.int(other)
+
+    def _compare(self, op, a, b):
+        return self.e.b.icmp_signed(op, a, b)
+
+    def __and__(self, o): return self._bin("and", o)
+    def __or__(self, o): return self._bin("or", o)
+    def __xor__(self, o): return self._bin("xor", o)
+    def __lshift__(self, o): return self._bin("shl", o)
+    def __rshift__(self, o): return self._bin("ashr", o)
+
+    def udiv(self, o) -> "Int":
+        return self._bin("udiv", o)
 
     def equals(self, o) -> "Mask":
         return self._cmp("==", o)
