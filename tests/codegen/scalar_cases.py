@@ -136,11 +136,12 @@ def _declare(module, name, op):
     return llir.Function(module, fnty, name)
 
 
-def build_host_loop(module: llir.Module, name: str, op) -> None:
-    """``name`` applying ``op`` to elements ``0 .. n-1``, for the host JIT (the C math library)."""
+def build_host_loop(module: llir.Module, name: str, op, math: MathLibrary = C_MATH) -> None:
+    """``name`` applying ``op`` to elements ``0 .. n-1``, for the host JIT (the C math library
+    unless ``math`` says otherwise)."""
     fn = _declare(module, name, op)
     bld = llir.IRBuilder(fn.append_basic_block("entry"))
-    counted_loop(bld, fn.args[0], lambda i: _apply(bld, module, fn, op, C_MATH, i))
+    counted_loop(bld, fn.args[0], lambda i: _apply(bld, module, fn, op, math, i))
     bld.ret_void()
 
 

@@ -74,13 +74,20 @@ class MathLibrary:
     (``scalar_math``).  This base is the C math library (``sinf``, ``fmod``...)
     and portable formulas, as the host JIT links them; a backend with a library
     of its own overrides ``symbol`` (its names) and ``recipes`` (its own way
-    to compute some ops, by op class)."""
+    to compute some ops, by op class), or ``callee`` to define functions in
+    the kernel's module itself (``portable_math``)."""
 
     recipes: Mapping[type, MathFn] = {}
 
     def symbol(self, name: str, t: llir.Type) -> str:
         """The function computing C's ``name`` (``sin``...) on ``t`` (f32 or f64): ``sinf``, ``sin``."""
         return name + ("f" if t == llir.FloatType() else "")
+
+    def callee(self, ctx: "ScalarContext", name: str, t: llir.Type, signature: llir.FunctionType) -> llir.Function:
+        """The function of ``ctx.module`` computing C's ``name`` on float type ``t``
+        (f32 or f64; ``signature`` its LLVM type): here the library's ``symbol``,
+        declared on first use."""
+        return declare(ctx, self.symbol(name, t), signature.return_type, list(signature.args))
 
 
 C_MATH = MathLibrary()

@@ -4,8 +4,9 @@ As Triton: f16 and bf16 are widened to f32, computed, and rounded back once.
 ``exp(x)`` is ``exp2(x * log2(e))`` and ``sqrt`` and ``floor``/``ceil`` are
 LLVM's target-independent intrinsics (a GPU selects its hardware paths for
 them); everything else (log, log2, sin, cos, erf, fmod, and all f64 math but
-``sqrt``) calls the backend's math library (``MathLibrary``), by C's names
-by default.  A backend may compute some ops its own way
+``sqrt``) calls the backend's math library (``MathLibrary.callee``): C's
+``sinf``/``sin`` declared by default, or a body the library defines in the
+module (``portable_math``).  A backend may compute some ops its own way
 (``MathLibrary.recipes``: the NVIDIA backend's fast f32 ``rsqrt``); the
 default ``rsqrt`` is ``1 / sqrt(x)``.
 
@@ -38,7 +39,13 @@ I32 = llir.IntType(32)
 def libm(ctx: ScalarContext, name: str, *args: llir.Value) -> llir.Value:
     """The C math function ``name`` (``sin``, ``fmod``...) on f32 or f64 ``args``,
     from the backend's math library (``sinf``/``sin`` by default)."""
-    return call(ctx, ctx.math.symbol(name, args[0].type), list(args))
+    return _call_library(ctx, name, args[0].type, list(args), args[0].type)
+
+
+def _call_library(ctx: ScalarContext, name: str, t: llir.Type, args: list[llir.Value], ret: llir.Type) -> llir.Value:
+    """The math library's ``name`` on float type ``t``, called on ``args``, returning ``ret``."""
+    signature = llir.FunctionType(ret, [a.type for a in args])
+    return ctx.builder.call(ctx.math.callee(ctx, name, t, signature), args)
 
 
 def _intrinsic(name: str) -> Callable:
@@ -119,7 +126,7 @@ def _library_call(ctx: ScalarContext, op: ir.MathCall, args: list[llir.Value]) -
     float_type = next(w.type for p, w in zip(f.params, wide) if p == VALUE)
     out = result_type(op)
     ret = float_type if f.result == SAME else llvm_type(out)
-    value = call(ctx, ctx.math.symbol(f.library, float_type), wide, ret)
+    value = _call_library(ctx, f.library, float_type, wide, ret)
     return ctx.builder.fptrunc(value, llvm_type(out)) if f.result == SAME and t.bits < 32 else value
 
 
