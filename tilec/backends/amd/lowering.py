@@ -12,8 +12,11 @@ so LDS writes before it are seen after it.  Lanes of a wave swap words with
 address space 3; atomics keep LLVM's ``atomicrmw``/``cmpxchg`` with AMDGPU's
 syncscopes: ``gpu`` is ``agent``, ``cta`` is ``workgroup``, ``sys`` the
 whole system.  The math library is the generic one (``MathLibrary``, as the
-host backend): what it cannot inline becomes a call to an external symbol,
-and the link stage refuses a code object with one (``stages.link``).
+host backend) but for f32 ``log`` and ``log2``, which LLVM's AMDGPU target
+lowers itself (``AmdMath``): what the library cannot inline becomes a call to
+an external symbol, and the link stage refuses a code object with one
+(``stages.check_code_object``).  tilec's own portable math library replaces
+this once it lands.
 
 Not yet: ``device_print`` (HIP's printf goes through the host-call buffer
 that ROCm's device libraries implement) is a CompilationError at its line;
@@ -32,6 +35,9 @@ from llvmlite import ir as llir
 from tilec.errors import TilecError
 from tilec.codegen_llvm import TargetLowering
 from tilec.codegen_llvm.kernel import I32, Ctx
+from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call, overloaded
+from tilec.codegen_llvm.scalar_math import library
+from tilec import ir
 from tilec.backends.amd import matrix
 from tilec.backends.amd.target import kernel_attributes
 
@@ -39,6 +45,18 @@ LDS_SPACE = 3  # AMDGPU's address space of the workgroup's LDS
 CONSTANT_SPACE = 4  # where the kernel arguments live
 _SYNCSCOPE = {"gpu": "agent", "cta": "workgroup", "sys": None}
 _AXES = "xyz"
+
+
+def _selected(name: str):
+    """``x -> llvm.<name>.f32(x)``: an intrinsic the AMDGPU target lowers to its
+    own accurate sequence (``v_log_f32`` with denormal scaling), no library call."""
+    return lambda ctx, x: call(ctx, overloaded(f"llvm.{name}", x.type), [x])
+
+
+class AmdMath(MathLibrary):
+    """The generic library (C's names), with f32 ``log``/``log2`` as LLVM intrinsics (module docstring)."""
+
+    recipes = {ir.Log: MathFn(_selected("log"), library("log")), ir.Log2: MathFn(_selected("log2"), library("log2"))}
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,7 @@ class AmdLowering(TargetLowering):
 
     name = "AMD"
     rules = matrix.RULES
+    math = AmdMath()
     calling_convention = "amdgpu_kernel"
     shared_address_space = LDS_SPACE
 
