@@ -1,6 +1,7 @@
 """What the AMD backend's hooks put into LLVM IR and assembly: workgroup ids
 and barriers, cross-lane reductions through ``ds_bpermute`` over waves of 64
-(CDNA) or 32 (RDNA) lanes, LDS in address space 3 sized in the code object.  Golden facts, checked without a GPU."""
+(CDNA) or 32 (RDNA) lanes, LDS in address space 3 sized in the code object,
+atomics with AMDGPU's syncscopes.  Golden facts, checked without a GPU."""
 from __future__ import annotations
 
 import re
@@ -60,3 +61,22 @@ def test_softmax_and_layer_norm_compile_without_spills(arch):
     for compiled, meta in ((soft, soft_meta), (norm, norm_meta)):
         assert meta[".private_segment_fixed_size"] == 0 and scratch_instructions(compiled.asm["asm"]) == []
     assert "v_exp_f32" in soft.asm["asm"]  # exp through the hardware's exp2, no library call
+
+
+@tilec.jit
+def _atomics(ptr, out_ptr):
+    old = tl.atomic_add(ptr, 1.0, sem="relaxed", scope="gpu")
+    tl.atomic_max(ptr + 1, 3, sem="acq_rel", scope="cta")
+    tl.atomic_cas(ptr + 2, 0, 1, sem="acquire", scope="sys")
+    tl.store(out_ptr, old)
+
+
+def test_atomics_carry_amdgpu_syncscopes():
+    compiled, _, _ = compile_amd(_atomics, np.zeros(4, np.float32), np.zeros(1, np.float32), target="gfx942")
+    llir = compiled.asm["llir"]
+    assert re.search(r'atomicrmw fadd ptr addrspace\(1\) %\S+, float 1\.0+e\+00 syncscope\("agent"\) monotonic', llir)
+    assert 'syncscope("workgroup")' in llir
+    assert re.search(r"atomicrmw fmax ptr addrspace\(1\) %\S+, float 3\.0+e\+00 syncscope\(\"workgroup\"\)", llir)
+    # sys: no syncscope, the whole system (1.0 as the float's bits)
+    assert re.search(r"cmpxchg ptr addrspace\(1\) %\S+, i32 0, i32 1065353216 acquire acquire", llir)
+    assert "global_atomic_add_f32" in compiled.asm["asm"]
