@@ -1,5 +1,5 @@
 """Suite-wide setup: IR checking on, a modest hypothesis budget, every kernel
-also compiled for sm_80 and sm_90 (``gpu_compile_check.py``), launches
+also compiled for sm_80, sm_90 and gfx942 (``gpu_compile_check.py``), launches
 mirrored onto a GPU under ``TILEC_TEST_DEVICE=cuda`` (``device_mirror.py``),
 and `gpu` tests skipped cleanly on machines without one."""
 from __future__ import annotations
@@ -73,7 +73,19 @@ def _cuda_driver_devices() -> int:
     return count.value
 
 
+def amd_gpu_available() -> bool:
+    """True when hip-python, the HIP runtime and an AMD GPU are all here."""
+    from tilec.backends.amd import hip
+
+    return hip.available()
+
+
 def pytest_collection_modifyitems(config, items):
+    amd_items = [item for item in items if item.get_closest_marker("amd") is not None]
+    if amd_items and not amd_gpu_available():
+        skip = pytest.mark.skip(reason="needs an AMD GPU (none found: no hip-python, HIP runtime or device)")
+        for item in amd_items:
+            item.add_marker(skip)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and not gpu_available():  # ask only when a gpu test was collected: torch is slow to import
         skip = pytest.mark.skip(reason="needs a GPU (none found: no torch.cuda device, no CUDA driver)")

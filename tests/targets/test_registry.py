@@ -13,6 +13,7 @@ import pytest
 
 from launch.kernels import add_kernel, fresh
 from tilec.backends.interpreter import launcher as interpreter_launcher
+from tilec.backends.amd import hip
 from tilec.backends.nvidia import cuda
 from tilec.ir.printer import print_function
 from tilec.launch.cache_entry import kernel_sections, serialize_kernel, unpack_entry
@@ -44,7 +45,8 @@ def test_every_target_has_one_backend_and_an_unknown_one_is_refused():
 def test_each_place_has_the_launcher_of_one_backend():
     assert registry.backend_for_place("host").launcher() is interpreter_launcher
     assert registry.backend_for_place("cuda").launcher() is cuda
-    assert registry.backend_for_place("rocm") is None
+    assert registry.backend_for_place("rocm").launcher() is hip
+    assert registry.backend_for_place("xpu") is None
 
 
 def test_stages_and_defaults_come_from_the_backends():

@@ -19,16 +19,17 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tilec.backends.amd.target import ARCHS, DEFAULT_ARCH, amdgpu_target, arch_facts
+from tilec.errors import TilecError
 from tilec.targets.base import Target
 from tilec.targets.registry import Backend, Launcher, Stage, file_identity
 
 
 class AmdBackend(Backend):
-    """AMD GPUs: compiles for every arch of ``ARCHS``."""
+    """AMD GPUs: compiles for every arch of ``ARCHS``, launches arrays on ROCm devices."""
 
     targets = ARCHS
     default_target = DEFAULT_ARCH
-    places = ()
+    places = ("rocm",)
     default_stage = "asm"
 
     @property
@@ -41,6 +42,11 @@ class AmdBackend(Backend):
         from tilec.backends.amd.stages import compile_for_amd
 
         compile_for_amd(compiled)
+
+    def launcher(self) -> Launcher:
+        from tilec.backends.amd import hip
+
+        return hip
 
     def target(self, name: str) -> Target:
         return amdgpu_target(name)
@@ -57,10 +63,18 @@ class AmdBackend(Backend):
 
         return (llvmlite.__version__, file_identity(lld.lld_file()))
 
-    def report(self) -> list[tuple[str, str]]:
-        from tilec.backends.amd import lld
+    def driver(self) -> Any:
+        """No ``tilec.runtime.driver`` for AMD GPUs yet: why kernels cannot run
+        on one here, or that launching goes through ``kernel[grid]`` only."""
+        from tilec.backends.amd import hip
 
-        return lld.toolchain_report()
+        hip.check_available()
+        raise TilecError("tilec.runtime.driver has no AMD driver yet: launch kernels on ROCm arrays with kernel[grid]")
+
+    def report(self) -> list[tuple[str, str]]:
+        from tilec.backends.amd import hip, lld
+
+        return hip.device_report() + lld.toolchain_report()
 
     def why_missing(self, stage: str) -> str:
         """Only the code object can be missing: it needs ld.lld."""
