@@ -85,7 +85,7 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     kernel = lower(fn, target, AmdLowering(target.warp_size), analyses, options.num_warps, options.enable_fp_fusion)
     build.metadata.shared = kernel.shared_bytes
     check_lds(build.metadata.name, kernel.shared_bytes, target)
-    module = _parse(with_code_object_version(static_lds(kernel.llir, kernel.shared_bytes)), target)
+    module = target.parse(with_code_object_version(static_lds(kernel.llir, kernel.shared_bytes)))
     tuning = llvm.create_pipeline_tuning_options(speed_level=O3)
     builder = llvm.create_pass_builder(target_machine(target), tuning)
     builder.getModulePassManager().run(module, builder)
@@ -123,12 +123,12 @@ def check_lds(kernel: str, nbytes: int, target: Target) -> None:
 
 def emit_assembly(llir: str, build: Build) -> str:
     """AMDGPU assembly of the optimized module (a fresh parse of ``build.llir``)."""
-    return target_machine(build.target).emit_assembly(_parse(build.llir, build.target))
+    return target_machine(build.target).emit_assembly(build.target.parse(build.llir))
 
 
 def emit_object(asm: str, build: Build) -> bytes:
     """The relocatable object of the optimized module (another fresh parse)."""
-    return target_machine(build.target).emit_object(_parse(build.llir, build.target))
+    return target_machine(build.target).emit_object(build.target.parse(build.llir))
 
 
 def link_code_object(obj: bytes, build: Build) -> Optional[bytes]:
@@ -167,19 +167,6 @@ def check_code_object(code: bytes, kernel: str, arch: str) -> dict[str, Any]:
         return co.kernel(kernel)
     except KeyError as e:
         raise TilecError(f"internal compiler error: {e.args[0]}") from None
-
-
-def _parse(text: str, target: Target):
-    """``text`` parsed and verified, with ``target``'s triple and data layout."""
-    import llvmlite.binding as llvm
-
-    from tilec.targets.base import _llvm
-
-    _llvm()
-    module = llvm.parse_assembly(text)
-    module.triple, module.data_layout = target.triple, target.data_layout
-    module.verify()
-    return module
 
 
 #: The stages in order, with the extension of each one's file.
