@@ -1,16 +1,17 @@
 """ld.lld, which turns LLVM's AMDGPU object into an HSA code object.
 
-Found, in order: ``$TILEC_LLD``; the ``ziglang`` wheel's (``python -m
-ziglang ld.lld``, LLD 22; the ``amd`` extra installs it); ROCm's
+Found, in order: ``$TILEC_LLD``; the ``ziglang`` wheel's (its ``zig`` binary
+run as ``zig ld.lld``, what ``python -m ziglang ld.lld`` runs without a
+Python start-up; LLD 22; the ``amd`` extra installs it); ROCm's
 (``$ROCM_PATH``/``/opt/rocm``, ``llvm/bin/ld.lld``).  Linking takes a
 fraction of a second and needs no GPU.
 """
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -40,23 +41,17 @@ def find_lld() -> Optional[tuple[str, ...]]:
 
 
 def _ziglang_lld() -> Optional[tuple[str, ...]]:
-    try:
-        import ziglang
-    except ImportError:
+    spec = importlib.util.find_spec("ziglang")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    return (sys.executable, "-m", "ziglang", "ld.lld") if ziglang.__file__ else None
+    zig = Path(next(iter(spec.submodule_search_locations)), "zig")
+    return (str(zig), "ld.lld") if zig.is_file() else None
 
 
 def lld_file() -> Optional[Path]:
-    """The file whose identity keys the cache: ld.lld's path or the ziglang package's."""
+    """The file whose identity keys the cache: ld.lld's (or zig's) path."""
     command = find_lld()
-    if command is None:
-        return None
-    if command[0] == sys.executable:
-        import ziglang
-
-        return Path(ziglang.__file__)
-    return Path(command[0])
+    return None if command is None else Path(command[0])
 
 
 def link(obj: bytes, kernel: str) -> bytes:
