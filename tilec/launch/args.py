@@ -297,9 +297,12 @@ def _torch_arg(name: str, t: Any, where: str) -> KernelArg:
 def _torch_place(t: Any) -> str:
     """Where a torch tensor off the CPU lives: ROCm builds of torch call their
     GPUs ``"cuda"`` too, and ``torch.version.hip`` tells them apart."""
-    if t.device.type == "cuda" and getattr(sys.modules["torch"].version, "hip", None):
-        return "rocm"
-    return t.device.type
+    return "rocm" if t.device.type == "cuda" and rocm_torch() else t.device.type
+
+
+def rocm_torch() -> bool:
+    """Whether the torch this process imported is a ROCm build (``torch.version.hip`` set)."""
+    return bool(getattr(getattr(sys.modules.get("torch"), "version", None), "hip", None))
 
 
 def _cuda_array_arg(name: str, value: Any, where: str) -> KernelArg:
@@ -473,7 +476,7 @@ def _array_keys(dtype: Any, device: int) -> tuple[str, str]:
 def _torch_spec(t: Any) -> tuple[Hashable, Any]:
     """A CUDA tensor: its address and the key ``_torch_arg`` gives it, read
     without ``t.device`` (which builds an object on every call)."""
-    if not t.is_cuda or getattr(sys.modules["torch"].version, "hip", None):
+    if not t.is_cuda or rocm_torch():
         raise NotFast  # a CPU tensor runs on the host, a ROCm one on AMD GPUs: through the general path
     address, dtype, device = t.data_ptr(), t.dtype, t.get_device()
     keys = _ARRAY_KEYS.get((dtype, device))  # _array_keys's lookup without its call: often four tensors a launch
