@@ -1,10 +1,10 @@
 """Suite-wide setup: IR checking on, a modest hypothesis budget, every kernel
-also compiled for sm_80 and sm_90 (``gpu_compile_check.py``), host launches
-on the reference interpreter (the oracle; ``TILEC_INTERPRET`` unless the
-run sets it), launches mirrored onto a GPU under ``TILEC_TEST_DEVICE=cuda``
-and compiled for the host CPU under ``TILEC_TEST_DEVICE=cpu``
-(``device_mirror.py``; ``test_suite_on_cpu.py`` runs that mirror), and `gpu`
-tests skipped cleanly on machines without one."""
+also compiled for sm_80, sm_90 and gfx942 (``gpu_compile_check.py``), host
+launches on the reference interpreter (the oracle; ``TILEC_INTERPRET``
+unless the run sets it), launches mirrored onto a GPU under
+``TILEC_TEST_DEVICE=cuda`` and compiled for the host CPU under
+``TILEC_TEST_DEVICE=cpu`` (``device_mirror.py``; ``test_suite_on_cpu.py``
+runs that mirror), and `gpu` tests skipped cleanly on machines without one."""
 from __future__ import annotations
 
 import ctypes
@@ -84,7 +84,19 @@ def _cuda_driver_devices() -> int:
     return count.value
 
 
+def amd_gpu_available() -> bool:
+    """True when hip-python, the HIP runtime and an AMD GPU are all here."""
+    from tilec.backends.amd import hip
+
+    return hip.available()
+
+
 def pytest_collection_modifyitems(config, items):
+    amd_items = [item for item in items if item.get_closest_marker("amd") is not None]
+    if amd_items and not amd_gpu_available():
+        skip = pytest.mark.skip(reason="needs an AMD GPU (none found: no hip-python, HIP runtime or device)")
+        for item in amd_items:
+            item.add_marker(skip)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and not gpu_available():  # ask only when a gpu test was collected: torch is slow to import
         skip = pytest.mark.skip(reason="needs a GPU (none found: no torch.cuda device, no CUDA driver)")

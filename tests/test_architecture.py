@@ -103,7 +103,7 @@ VENDORS = (
     VendorWords(
         family="AMD",
         room="tilec/backends/amd/",
-        words={"amdgcn": "amdgcn", "mfma": "mfma", "hsaco": "hsaco"},
+        words={"amdgcn": "amdgcn", "mfma": "mfma", "wmma": "wmma", "hsaco": "hsaco"},
         allowed={},
     ),
 )

@@ -13,6 +13,7 @@ import pytest
 
 from launch.kernels import add_kernel, fresh
 from tilec.backends.interpreter import launcher as interpreter_launcher
+from tilec.backends.amd import hip
 from tilec.backends.nvidia import cuda
 from tilec.ir.printer import print_function
 from tilec.launch.cache_entry import kernel_sections, serialize_kernel, unpack_entry
@@ -29,25 +30,29 @@ def vectors(n=256):
 
 
 def test_every_target_has_one_backend_and_an_unknown_one_is_refused():
-    assert registry.target_names() == ("host", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "cpu")
+    assert registry.target_names() == ("host", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "cpu",
+                                       "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201")
     assert registry.backend_for("host") is registry.backend("interpreter")
-    assert all(registry.backend_for(t) is registry.backend("nvidia") for t in registry.target_names()[1:-1])
+    assert all(registry.backend_for(t) is registry.backend("nvidia") for t in registry.target_names()[1:6])
     assert registry.backend_for("cpu") is registry.backend("host")
-    for bad in ("sm_75", "", None, ["host"]):
-        with pytest.raises(ValueError, match=r"unknown target .*; tilec compiles for host, sm_80, .*, sm_90a, cpu$"):
+    assert all(registry.backend_for(t) is registry.backend("amd") for t in registry.target_names()[7:])
+    for bad in ("sm_75", "gfx908", "", None, ["host"]):
+        with pytest.raises(ValueError, match=r"unknown target .*; tilec compiles for host, sm_80, .*, sm_90a, cpu, "
+                                             r"gfx90a, .*, gfx1201$"):
             registry.backend_for(bad)
 
 
 def test_each_place_has_the_launcher_of_one_backend():
     assert registry.backend_for_place("host").launcher() is interpreter_launcher
     assert registry.backend_for_place("cuda").launcher() is cuda
-    assert registry.backend_for_place("rocm") is None
+    assert registry.backend_for_place("rocm").launcher() is hip
+    assert registry.backend_for_place("xpu") is None
 
 
 def test_stages_and_defaults_come_from_the_backends():
-    assert registry.stage_names() == ("tir-gpu", "llir", "ptx", "cubin", "tir-host", "asm", "obj")
+    assert registry.stage_names() == ("tir-gpu", "llir", "ptx", "cubin", "tir-host", "asm", "obj", "hsaco")
     assert registry.default_target() == "sm_90"  # a GPU family before the host
-    assert [b.default_stage for b in registry.backends()] == ["tir-opt", "ptx", "asm"]
+    assert [b.default_stage for b in registry.backends()] == ["tir-opt", "ptx", "asm", "asm"]
 
 
 def test_importing_tilec_loads_no_backend_and_asking_loads_only_their_packages():
@@ -59,7 +64,8 @@ def test_importing_tilec_loads_no_backend_and_asking_loads_only_their_packages()
             "print(loaded())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.splitlines()
-    assert out == ["[]", str(["tilec.backends", "tilec.backends.host", "tilec.backends.interpreter",
+    assert out == ["[]", str(["tilec.backends", "tilec.backends.amd", "tilec.backends.amd.target",
+                              "tilec.backends.host", "tilec.backends.interpreter",
                               "tilec.backends.nvidia", "tilec.backends.nvidia.target"])]
 
 

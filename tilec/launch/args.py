@@ -287,11 +287,22 @@ def _torch_arg(name: str, t: Any, where: str) -> KernelArg:
     elem = _elem_type_of(t.dtype, _dtype_name, where)
     if t.device.type != "cpu":
         address = t.data_ptr()
-        return _pointer_arg(name, elem, address, address, t.device.type, t.device.index)
+        return _pointer_arg(name, elem, address, address, _torch_place(t), t.device.index)
     t = t.detach()
     view = _HOST_VIEWS.get(elem)
     host = (t.view(getattr(sys.modules["torch"], np.dtype(view).name)) if view else t).numpy()  # shares t's memory
     return _pointer_arg(name, elem, host, t.data_ptr(), "host")
+
+
+def _torch_place(t: Any) -> str:
+    """Where a torch tensor off the CPU lives: ROCm builds of torch call their
+    GPUs ``"cuda"`` too, and ``torch.version.hip`` tells them apart."""
+    return "rocm" if t.device.type == "cuda" and rocm_torch() else t.device.type
+
+
+def rocm_torch() -> bool:
+    """Whether the torch this process imported is a ROCm build (``torch.version.hip`` set)."""
+    return bool(getattr(getattr(sys.modules.get("torch"), "version", None), "hip", None))
 
 
 def _cuda_array_arg(name: str, value: Any, where: str) -> KernelArg:
@@ -465,8 +476,8 @@ def _array_keys(dtype: Any, device: int) -> tuple[str, str]:
 def _torch_spec(t: Any) -> tuple[Hashable, Any]:
     """A CUDA tensor: its address and the key ``_torch_arg`` gives it, read
     without ``t.device`` (which builds an object on every call)."""
-    if not t.is_cuda:
-        raise NotFast  # a CPU tensor runs on the host, through the general path
+    if not t.is_cuda or rocm_torch():
+        raise NotFast  # a CPU tensor runs on the host, a ROCm one on AMD GPUs: through the general path
     address, dtype, device = t.data_ptr(), t.dtype, t.get_device()
     keys = _ARRAY_KEYS.get((dtype, device))  # _array_keys's lookup without its call: often four tensors a launch
     if keys is None:

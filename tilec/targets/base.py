@@ -54,12 +54,16 @@ class Target:
         Raises RuntimeError when the text does not parse or verify. A fresh
         module is parsed on every call because emission mutates the module.
         """
-        llvm = _llvm()
-        module = llvm.parse_assembly(llvm_ir)
+        return target_machine(self).emit_assembly(self.parse(llvm_ir))
+
+    def parse(self, llvm_ir: str):
+        """A fresh llvmlite module of `llvm_ir` with this target's triple and
+        data layout, verified (RuntimeError when it does not parse or verify)."""
+        module = _llvm().parse_assembly(llvm_ir)
         module.triple = self.triple
         module.data_layout = self.data_layout
         module.verify()
-        return target_machine(self).emit_assembly(module)
+        return module
 
 
 def _llvm():

@@ -45,6 +45,7 @@ FAMILIES: dict[str, str] = {
     "interpreter": "tilec.backends.interpreter",
     "nvidia": "tilec.backends.nvidia",
     "host": "tilec.backends.host",
+    "amd": "tilec.backends.amd",
 }
 
 #: The place of host memory (``launch/args.py``): numpy arrays, CPU tensors.

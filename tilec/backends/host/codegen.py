@@ -32,11 +32,11 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.errors import CompilationError, LocatedError
 from tilec.ir.core import Block, Function, Op, Value
-from tilec.ir.types import ScalarType, TileType
+from tilec.ir.types import ScalarType
 from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.codegen_llvm.kernel import _located, param_type
-from tilec.codegen_llvm.scalar_base import ScalarContext, call, declare, memory_type
+from tilec.codegen_llvm.scalar_base import ScalarContext, declare, memory_type
 from tilec.backends.host.tiles import CHEAP, Buffer, Lazy, Tile, numel, write
 
 #: The i32 parameters the kernel takes after its own arguments.
@@ -132,9 +132,6 @@ class HostCtx:
             if self._last_use.get(v, -1) > at:
                 self.env[v] = self.materialize(self.env[v])
         self._loaded.clear()
-
-    def call(self, name: str, args: list, ret=None) -> llir.Value:
-        return call(self.scalar, name, args, ret)
 
     def declare(self, name: str, ret: llir.Type, params: list) -> llir.Function:
         return declare(self.scalar, name, ret, params)
@@ -235,6 +232,3 @@ def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True) -
         ctx.b.branch(kernel.blocks[1])
     return HostKernel(fn.name, str(module), ctx.stack_bytes)
 
-
-def is_tile(v: Value) -> bool:
-    return isinstance(v.type, TileType)

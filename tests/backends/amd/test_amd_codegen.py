@@ -1,0 +1,82 @@
+"""What the AMD backend's hooks put into LLVM IR and assembly: workgroup ids
+and barriers, cross-lane reductions through ``ds_bpermute`` over waves of 64
+(CDNA) or 32 (RDNA) lanes, LDS in address space 3 sized in the code object,
+atomics with AMDGPU's syncscopes.  Golden facts, checked without a GPU."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as tl
+from backends.amd.amd_helpers import compile_amd, needs_lld, scratch_instructions
+from kernels.layer_norm import _layer_norm_fwd_fused
+from kernels.softmax import softmax_kernel
+from tilec.ir.layouts import Blocked
+
+pytestmark = needs_lld
+
+
+@tilec.jit
+def _row_sum(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + tl.program_id(0), tl.sum(tl.load(x_ptr + offs), axis=0))
+
+
+@pytest.mark.parametrize("arch, wave", [("gfx942", 64), ("gfx1100", 32)])
+def test_a_sum_shuffles_across_the_wave_then_the_waves_through_lds(arch, wave):
+    x = np.zeros(1024, np.float32)
+    compiled, _, meta = compile_amd(_row_sum, x, x, BLOCK=1024, num_warps=4, target=arch)
+    llir = compiled.asm["llir"]
+    # a butterfly over the wave: ds_bpermute from lane ^ 1, 2, 4... (byte addresses: 4 x the lane)
+    sources = [int(m) for m in re.findall(r"= xor i32 %\S+, (\d+)\n.*@llvm\.amdgcn\.ds\.bpermute", llir)]
+    assert sources == [4 << i for i in range(wave.bit_length() - 1)]
+    assert "@llvm.nvvm" not in llir
+    assert 'fence syncscope("workgroup") release' in llir and 'fence syncscope("workgroup") acquire' in llir
+    asm = compiled.asm["asm"]
+    assert "ds_bpermute_b32" in asm and "s_barrier" in asm
+    # the 4 waves' partial sums meet in LDS: a static array the code object reports
+    assert "addrspace(3) global [16 x i8]" in llir and meta[".group_segment_fixed_size"] == 16
+    assert meta[".wavefront_size"] == wave
+
+
+@pytest.mark.parametrize("arch, wave", [("gfx90a", 64), ("gfx1100", 32)])
+def test_layouts_spread_a_tile_over_waves_of_the_arch(arch, wave):
+    x = np.zeros(1 << 16, np.float32)
+    compiled = softmax_kernel.compile(x, x, 4096, 4096, 4096, BLOCK_SIZE=4096, num_warps=8, target=arch)
+    layouts = {l for l in re.findall(r"blocked<[^>]*>", compiled.asm["tir-gpu"])}
+    assert layouts == {f"blocked<[4], [{wave}], [8], [0]>"}, layouts
+    assert Blocked((4,), (wave,), (8,), (0,)).spt == (4,)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+def test_softmax_and_layer_norm_compile_without_spills(arch):
+    f32, f16 = np.zeros(1 << 20, np.float32), np.zeros(1 << 20, np.float16)
+    soft, _, soft_meta = compile_amd(softmax_kernel, f32, f32, 1000, 1000, 1000, BLOCK_SIZE=1024, num_warps=4,
+                                     target=arch)
+    norm, _, norm_meta = compile_amd(_layer_norm_fwd_fused, f16, f16, f16, f16, f32, f32, 8192, 8192, 1e-5,
+                                     BLOCK_SIZE=8192, num_warps=8, target=arch)
+    for compiled, meta in ((soft, soft_meta), (norm, norm_meta)):
+        assert meta[".private_segment_fixed_size"] == 0 and scratch_instructions(compiled.asm["asm"]) == []
+    assert "v_exp_f32" in soft.asm["asm"]  # exp through the hardware's exp2, no library call
+
+
+@tilec.jit
+def _atomics(ptr, out_ptr):
+    old = tl.atomic_add(ptr, 1.0, sem="relaxed", scope="gpu")
+    tl.atomic_max(ptr + 1, 3, sem="acq_rel", scope="cta")
+    tl.atomic_cas(ptr + 2, 0, 1, sem="acquire", scope="sys")
+    tl.store(out_ptr, old)
+
+
+def test_atomics_carry_amdgpu_syncscopes():
+    compiled, _, _ = compile_amd(_atomics, np.zeros(4, np.float32), np.zeros(1, np.float32), target="gfx942")
+    llir = compiled.asm["llir"]
+    assert re.search(r'atomicrmw fadd ptr addrspace\(1\) %\S+, float 1\.0+e\+00 syncscope\("agent"\) monotonic', llir)
+    assert 'syncscope("workgroup")' in llir
+    assert re.search(r"atomicrmw fmax ptr addrspace\(1\) %\S+, float 3\.0+e\+00 syncscope\(\"workgroup\"\)", llir)
+    # sys: no syncscope, the whole system (1.0 as the float's bits)
+    assert re.search(r"cmpxchg ptr addrspace\(1\) %\S+, i32 0, i32 1065353216 acquire acquire", llir)
+    assert "global_atomic_add_f32" in compiled.asm["asm"]

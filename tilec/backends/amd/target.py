@@ -1,0 +1,100 @@
+"""AMD GPUs through LLVM's AMDGPU target: the facts of each arch.
+
+Checked with llvmlite 0.50 (LLVM 22.1), without an AMD GPU: the project's
+shared FACTS.md and docs/amd.md say what was checked and how.  CDNA
+(gfx90a, gfx942, gfx950) runs waves of 64 lanes and has MFMA matrix
+instructions; RDNA3 (gfx1100) and RDNA4 (gfx1201) run waves of 32 (the
+``+wavefrontsize32`` feature) with WMMA instead.  Importing this module does
+not load llvmlite; ``amdgpu_target`` does.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from tilec.targets.base import MatrixInstruction, Target, llvm_data_layout
+
+TRIPLE = "amdgcn-amd-amdhsa"
+# HSA code object v5 (ROCm 5.x on): the module flag ``amdhsa_code_object_version``.
+CODE_OBJECT_VERSION = 500
+MAX_THREADS_PER_BLOCK = 1024
+# A thread's widest global access: global_load_dwordx4.
+MAX_VECTOR_BYTES = 16
+LDS_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ArchFacts:
+    """What differs between the archs tilec compiles for."""
+
+    family: str  # "cdna" or "rdna"
+    wave_size: int
+    lds_bytes: int  # LDS a workgroup may allocate
+    features: str  # LLVM features
+    # the matrix instructions a dot runs on, by (operand, accumulator) element types
+    matrix: tuple[MatrixInstruction, ...]
+    fp8: str  # which fp8 formats the hardware converts: "fnuz" (gfx942), "ocp" (gfx950, gfx12), "" none
+
+
+# MFMA v_mfma_f32_16x16x16{f16,bf16_1k} (gfx90a on); gfx950's 8-wide forms are not used yet.
+_MFMA = tuple(MatrixInstruction(a, "f32", 16, 16, 16) for a in ("f16", "bf16"))
+# RDNA3's v_wmma_f32_16x16x16_{f16,bf16}.  RDNA4 (gfx12) changed the operand
+# layout (8 values a lane, no copies in lanes 16-31); until that layout is
+# checked on hardware its dots run on the FMA units.
+_WMMA = tuple(MatrixInstruction(a, "f32", 16, 16, 16) for a in ("f16", "bf16"))
+
+ARCH_FACTS = {
+    "gfx90a": ArchFacts("cdna", 64, LDS_BYTES, "", _MFMA, ""),
+    "gfx942": ArchFacts("cdna", 64, LDS_BYTES, "", _MFMA, "fnuz"),
+    "gfx950": ArchFacts("cdna", 64, 160 * 1024, "", _MFMA, "ocp"),
+    "gfx1100": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", _WMMA, ""),
+    "gfx1201": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", (), "ocp"),
+}
+ARCHS = tuple(ARCH_FACTS)
+# What tilec compiles for when nobody named an arch (MI300).
+DEFAULT_ARCH = "gfx942"
+
+
+@functools.cache
+def amdgpu_target(arch: str) -> Target:
+    """The Target for AMD GPU ``arch`` (``gfx90a`` ... ``gfx1201``); the data
+    layout is LLVM's own for it."""
+    facts = arch_facts(arch)
+    return Target(
+        name=f"amdgcn-{arch}",
+        triple=TRIPLE,
+        data_layout=llvm_data_layout(TRIPLE, arch, facts.features),
+        cpu=arch,
+        features=facts.features,
+        warp_size=facts.wave_size,
+        default_shared_bytes=facts.lds_bytes,
+        max_shared_bytes=facts.lds_bytes,
+        max_vector_bytes=MAX_VECTOR_BYTES,
+        max_threads_per_block=MAX_THREADS_PER_BLOCK,
+        # 512 VGPRs a SIMD lane on CDNA (256 arch + 256 acc), 1536 on RDNA3 (wave32):
+        # the register check reads the code object's own counts (stages.check_registers)
+        registers_per_block=512 * MAX_THREADS_PER_BLOCK,
+        matrix_instructions=facts.matrix,
+    )
+
+
+def arch_facts(arch: str) -> ArchFacts:
+    """The ``ArchFacts`` of ``arch``; a ValueError naming the archs for an unknown one."""
+    facts = ARCH_FACTS.get(arch)
+    if facts is None:
+        raise ValueError(f"unknown AMD arch {arch!r}; tilec supports {', '.join(ARCHS)}")
+    return facts
+
+
+def kernel_attributes(num_warps: int, wave_size: int) -> dict[str, str]:
+    """Function attributes of the kernel: the workgroup size it is launched
+    with (``amdgpu-flat-work-group-size``: LLVM budgets registers for it) and
+    that every workgroup is full (``uniform-work-group-size``: the launcher
+    only launches whole workgroups)."""
+    if not isinstance(num_warps, int) or isinstance(num_warps, bool):
+        raise TypeError(f"num_warps must be an int, got {type(num_warps).__name__}")
+    threads = num_warps * wave_size
+    if not 0 < threads <= MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"num_warps={num_warps} gives {threads} threads per workgroup; AMD GPUs of "
+                         f"{wave_size}-lane waves allow 1 to {MAX_THREADS_PER_BLOCK // wave_size} waves")
+    return {"amdgpu-flat-work-group-size": f"1,{threads}", "uniform-work-group-size": "true"}
