@@ -116,11 +116,12 @@ def test_the_demo_says_why_it_runs_on_the_host(tmp_path):
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('the demo asked torch first')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]), "CUDA_VISIBLE_DEVICES": ""}
+    env.pop("TILEC_INTERPRET", None)  # as a newcomer runs it: compiled for the CPU
     proc = subprocess.run([sys.executable, "-m", "tilec.demo"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = proc.stdout.splitlines()[0]
-    assert "running on the host (numpy reference interpreter): no usable CUDA GPU" in first, first
+    assert "running on the host CPU (compiled for it by LLVM): no usable CUDA GPU" in first, first
     assert proc.stdout.count("PASS") == 2
 
 

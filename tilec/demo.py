@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 import tilec
+from tilec import environment
 import tilec.language as tl
 from tilec.errors import TilecError
 from tilec.targets import registry
@@ -89,7 +90,8 @@ def run_one(n: int, where: str, rng: np.random.Generator) -> bool:
 def main() -> int:
     why_host = why_on_host()
     where = "host" if why_host else GPU_PLACE
-    running_on = f"the host CPU (compiled for it by LLVM): {why_host}" if why_host else "an NVIDIA GPU"
+    host = "the host (numpy reference interpreter)" if environment.interpret() else "the host CPU (compiled for it by LLVM)"
+    running_on = f"{host}: {why_host}" if why_host else "an NVIDIA GPU"
     print(f"tilec {tilec.__version__}: vector add, float32, running on {running_on}")
     rng = np.random.default_rng(0)
     results = [run_one(n, where, rng) for n in SIZES]

@@ -104,7 +104,7 @@ def test_an_unknown_name_is_an_error_naming_the_valid_ones(tmp_path, monkeypatch
     monkeypatch.setenv("TILEC_DUMP", value)
     monkeypatch.setenv("TILEC_CHECK", "0")  # else the cache is bypassed before TILEC_DUMP is read
     monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "cache"))
-    valid = "tir, tir-opt, tir-gpu, llir, ptx, cubin, tir-host, asm, obj, hsaco, metadata, ir, all"
+    valid = "tir, tir-opt, tir-gpu, llir, ptx, cubin, asm, obj, hsaco, metadata, ir, all"
     for reader in READERS.values():
         with pytest.raises(TilecError, match=f"TILEC_DUMP=.*unknown name.*{valid}"):
             reader()

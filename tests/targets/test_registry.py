@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from launch.kernels import add_kernel, fresh
+from tilec.backends.host import launcher as host_launcher
 from tilec.backends.interpreter import launcher as interpreter_launcher
 from tilec.backends.amd import hip
 from tilec.backends.nvidia import cuda
@@ -43,14 +44,15 @@ def test_every_target_has_one_backend_and_an_unknown_one_is_refused():
 
 
 def test_each_place_has_the_launcher_of_one_backend():
-    assert registry.backend_for_place("host").launcher() is interpreter_launcher
+    assert registry.backend_for_place("host").launcher() is host_launcher
+    assert registry.backend_for_place("host", reference=True).launcher() is interpreter_launcher
     assert registry.backend_for_place("cuda").launcher() is cuda
     assert registry.backend_for_place("rocm").launcher() is hip
     assert registry.backend_for_place("xpu") is None
 
 
 def test_stages_and_defaults_come_from_the_backends():
-    assert registry.stage_names() == ("tir-gpu", "llir", "ptx", "cubin", "tir-host", "asm", "obj", "hsaco")
+    assert registry.stage_names() == ("tir-gpu", "llir", "ptx", "cubin", "asm", "obj", "hsaco")
     assert registry.default_target() == "sm_90"  # a GPU family before the host
     assert [b.default_stage for b in registry.backends()] == ["tir-opt", "ptx", "asm", "asm"]
 

@@ -12,9 +12,12 @@ so LDS writes before it are seen after it.  Lanes of a wave swap words with
 address space 3; atomics keep LLVM's ``atomicrmw``/``cmpxchg`` with AMDGPU's
 syncscopes: ``gpu`` is ``agent``, ``cta`` is ``workgroup``, ``sys`` the
 whole system.  The math library is tilec's own (``codegen_llvm.portable_math``,
-as the host's: the same results on both, no ROCm device libraries needed);
-a function it lacks becomes a call to an external symbol, and the link stage
-refuses a code object with one (``stages.check_code_object``).
+as the host's: no ROCm device libraries needed), but for f32 ``exp``,
+``exp2``, ``log`` and ``log2``, which LLVM's AMDGPU target lowers itself to
+its hardware instructions (``v_exp_f32``, ``v_log_f32`` with denormal
+scaling), as Triton does (``AmdMath``); a function the library lacks becomes
+a call to an external symbol, and the link stage refuses a code object with
+one (``stages.check_code_object``).
 
 Not yet: ``device_print`` (HIP's printf goes through the host-call buffer
 that ROCm's device libraries implement) is a CompilationError at its line;
@@ -33,7 +36,10 @@ from llvmlite import ir as llir
 from tilec.errors import TilecError
 from tilec.codegen_llvm import TargetLowering
 from tilec.codegen_llvm.kernel import I32, Ctx
-from tilec.codegen_llvm.portable_math import PORTABLE_MATH
+from tilec.codegen_llvm.portable_math import PortableMath
+from tilec.codegen_llvm.scalar_base import MathFn, call, overloaded
+from tilec.codegen_llvm.scalar_math import MATH, library
+from tilec import ir
 from tilec.backends.amd import matrix
 from tilec.backends.amd.target import kernel_attributes
 
@@ -41,6 +47,18 @@ LDS_SPACE = 3  # AMDGPU's address space of the workgroup's LDS
 CONSTANT_SPACE = 4  # where the kernel arguments live
 _SYNCSCOPE = {"gpu": "agent", "cta": "workgroup", "sys": None}
 _AXES = "xyz"
+
+
+def _selected(name: str):
+    """``x -> llvm.<name>.f32(x)``: an intrinsic the AMDGPU target lowers to its own sequence, no library call."""
+    return lambda ctx, x: call(ctx, overloaded(f"llvm.{name}", x.type), [x])
+
+
+class AmdMath(PortableMath):
+    """The portable library, with f32 ``exp``/``exp2``/``log``/``log2`` as the hardware's (module docstring)."""
+
+    recipes = {ir.Exp: MathFn(MATH[ir.Exp].f32, library("exp")), ir.Exp2: MathFn(MATH[ir.Exp2].f32, library("exp2")),
+               ir.Log: MathFn(_selected("log"), library("log")), ir.Log2: MathFn(_selected("log2"), library("log2"))}
 
 
 @dataclass(frozen=True)
@@ -51,7 +69,7 @@ class AmdLowering(TargetLowering):
 
     name = "AMD"
     rules = matrix.RULES
-    math = PORTABLE_MATH
+    math = AmdMath()
     calling_convention = "amdgpu_kernel"
     shared_address_space = LDS_SPACE
 

@@ -47,6 +47,12 @@ class HostBackend(Backend):
 
         compile_for_cpu(compiled)
 
+    def language_target(self, name: str) -> tuple[str, Any, int]:
+        """As the interpreter's (``"cpu"`` for its names): no GPU backend, warps
+        of 32 threads in what a kernel computes from them (``num_threads``),
+        so a kernel means the same compiled or interpreted."""
+        return (name, name, 32)
+
     def launcher(self) -> Launcher:
         """``launcher.py``: runs ``cpu`` variants on host arrays."""
         from tilec.backends.host import launcher

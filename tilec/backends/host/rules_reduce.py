@@ -1,14 +1,16 @@
 """Host rules of ``reduce``, ``scan`` and ``dot``: loop nests over the tiles.
 
-A reduction or scan along the last dim keeps its running value in a scalar
-(an LLVM register once ``mem2reg`` has run) and walks the dim innermost;
-along any other dim it keeps a row of running values in the result buffer
-and walks the other dims innermost, so the vectorizer combines whole rows
-at once.  The combine region is lowered per element as scalar code.  A
-reduction's combine may be reassociated (``reassoc``: the order of
-combination is unspecified, ``ir.Reduce``), which lets LLVM vectorize a
-sum along the last dim; a scan's is applied in order.  A reduction over
-every dim reduces the last dim first, then the rest.
+A reduction is a tree, as on a GPU (and as accurate: a float32 sum of
+one large term and many small ones, added one after the other, lost up to
+ten ulps that the tree keeps): the operands are copied into buffers, and
+each step combines the first half of what is left along the axis with the
+second half, one loop over the other dims (vectorized) per step.  A
+reduction over every dim reduces the tile read as one row.  A scan along
+the last dim keeps its running value in a scalar (an LLVM register once
+``mem2reg`` has run); along any other dim the running row lives in the
+result buffer and the other dims run innermost, so the vectorizer combines
+whole rows at once.  A combine region is lowered per element as scalar
+code and applied in order, the earlier elements on the left.
 
 ``dot`` multiplies buffers of ``a`` and ``b`` in an ``m, k, n`` loop nest
 (``n`` innermost: a row of ``b`` times one element of ``a`` into a row of
@@ -28,18 +30,12 @@ from tilec.codegen_llvm.scalar_base import counted_loop, memory_type
 from tilec.codegen_llvm.scalar_casts import convert
 from tilec.backends.host.codegen import HostCtx, host_rule
 from tilec.backends.host.rules_values import element
-from tilec.backends.host.tiles import I64, Buffer, element_pointer, for_each
+from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, for_each, lazy, numel, write
 
 
-def _combine(ctx: HostCtx, op: ir.Op, accs: list, xs: list, reassociate: bool) -> list:
+def _combine(ctx: HostCtx, op: ir.Op, accs: list, xs: list) -> list:
     """``op``'s combine region on scalars ``accs`` (the earlier elements) and ``xs``."""
-    flags = ctx.scalar.float_flags
-    if reassociate:
-        ctx.scalar.float_flags = flags + ("reassoc",)
-    try:
-        return ctx.run_region(op.combine, list(accs) + list(xs))
-    finally:
-        ctx.scalar.float_flags = flags
+    return ctx.run_region(op.combine, list(accs) + list(xs))
 
 
 class _Slots:
@@ -70,37 +66,34 @@ def _store_all(ctx: HostCtx, bufs: list[Buffer], coords: tuple, values: list) ->
 
 
 def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) -> list:
-    """``op``'s combine over dim ``axis`` of ``srcs`` (tiles of ``shape``): a
-    buffer per operand of the remaining shape, or scalars when none remains."""
-    out_shape = shape[:axis] + shape[axis + 1:]
-    elems = [s.elem for s in srcs]
-    n = shape[axis]
+    """``op``'s combine over dim ``axis`` of ``srcs`` (tiles of ``shape``), as a
+    tree: the tiles are written into buffers, then each step combines the
+    first half of the remaining length with the rest (``i`` with ``i + n -
+    half``, the earlier element on the left), one loop over every other dim
+    per step, until one layer is left.  A buffer per operand of the
+    remaining shape, or scalars when none remains."""
+    bufs = [ctx.buffer(shape, s.elem) for s in srcs]
+    for s, buf in zip(srcs, bufs):
+        write(ctx, s, buf)
     b = ctx.b
-    if axis == len(shape) - 1:
-        outs = [ctx.buffer(out_shape, e) for e in elems] if out_shape else None
-        slots = _Slots(ctx, elems)
+    n = shape[axis]
+    while n > 1:
+        half, step = n // 2, n - n // 2
+        layer = shape[:axis] + (half,) + shape[axis + 1:]
 
-        def row(coords) -> None:
-            slots.set([s.at(ctx, coords + (I64(0),)) for s in srcs])
-
-            def step(i) -> None:
-                at = coords + (b.add(i, I64(1)),)
-                slots.set(_combine(ctx, op, slots.get(), [s.at(ctx, at) for s in srcs], True))
-            counted_loop(b, I64(n - 1), step)
-            if outs is not None:
-                _store_all(ctx, outs, coords, slots.get())
-        for_each(ctx, out_shape, row)
-        return outs if outs is not None else slots.get()
-    outs = [ctx.buffer(out_shape, e) for e in elems]
-    for_each(ctx, out_shape, lambda coords: _store_all(ctx, outs, coords,
-                                                       [s.at(ctx, _with(coords, axis, I64(0))) for s in srcs]))
-
-    def layer(i) -> None:
-        at = b.add(i, I64(1))
-        for_each(ctx, out_shape, lambda coords: _store_all(
-            ctx, outs, coords, _combine(ctx, op, [o.at(ctx, coords) for o in outs],
-                                        [s.at(ctx, _with(coords, axis, at)) for s in srcs], True)))
-    counted_loop(b, I64(n - 1), layer)
+        def pair(coords, step=step) -> None:
+            i = coords[axis]
+            later = coords[:axis] + (b.add(i, I64(step)),) + coords[axis + 1:]
+            combined = _combine(ctx, op, [t.at(ctx, coords) for t in bufs], [t.at(ctx, later) for t in bufs])
+            _store_all(ctx, bufs, coords, combined)
+        for_each(ctx, layer, pair)
+        n = step
+    out_shape = shape[:axis] + shape[axis + 1:]
+    firsts = lambda coords: _with(coords, axis, I64(0))  # noqa: E731
+    if not out_shape:
+        return [t.at(ctx, (I64(0),) * len(shape)) for t in bufs]
+    outs = [ctx.buffer(out_shape, t.elem) for t in bufs]
+    for_each(ctx, out_shape, lambda coords: _store_all(ctx, outs, coords, [t.at(ctx, firsts(coords)) for t in bufs]))
     return outs
 
 
@@ -110,10 +103,10 @@ def _reduce(ctx: HostCtx, op: ir.Reduce) -> None:
     shape = shape_of(op.srcs[0].type)
     if op.axis is not None:
         outs = reduce_axis(ctx, op, srcs, shape, op.axis)
-    else:
-        while len(shape) > 1:
-            srcs, shape = reduce_axis(ctx, op, srcs, shape, len(shape) - 1), shape[:-1]
-        outs = reduce_axis(ctx, op, srcs, shape, 0)
+    else:  # over the tile read as one row, in row-major order
+        flat = (numel(shape),)
+        rows = [lazy(flat, s.elem, lambda c, coords, s=s: s.at(c, coords_of(c, coords[0], shape)), [s]) for s in srcs]
+        outs = reduce_axis(ctx, op, rows, flat, 0)
     for v, out in zip(op.results, outs):
         ctx.bind(v, out)
 
@@ -142,7 +135,7 @@ def _scan(ctx: HostCtx, op: ir.Scan) -> None:
 
             def step(i) -> None:
                 at = coords + (position(i)[0],)
-                slots.set(_combine(ctx, op, slots.get(), [s.at(ctx, at) for s in srcs], False))
+                slots.set(_combine(ctx, op, slots.get(), [s.at(ctx, at) for s in srcs]))
                 _store_all(ctx, outs, at, slots.get())
             counted_loop(b, I64(n - 1), step)
         for_each(ctx, others, row)
@@ -155,7 +148,7 @@ def _scan(ctx: HostCtx, op: ir.Scan) -> None:
             for_each(ctx, others, lambda coords: _store_all(
                 ctx, outs, _with(coords, axis, at),
                 _combine(ctx, op, [o.at(ctx, _with(coords, axis, before)) for o in outs],
-                         [s.at(ctx, _with(coords, axis, at)) for s in srcs], False)))
+                         [s.at(ctx, _with(coords, axis, at)) for s in srcs])))
         counted_loop(b, I64(n - 1), layer)
     for v, out in zip(op.results, outs):
         ctx.bind(v, out)
