@@ -90,6 +90,18 @@ def _machine(triple: str, cpu: str, features: str):
     )
 
 
+#: LLVM's optimization level of the module pipeline every backend runs.
+OPT_LEVEL = 3
+
+
+def optimize(module, target: "Target") -> None:
+    """Run LLVM's O3 module pipeline on llvmlite ``module`` for ``target``'s machine."""
+    llvm = _llvm()
+    tuning = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
+    builder = llvm.create_pass_builder(target_machine(target), tuning)
+    builder.getModulePassManager().run(module, builder)
+
+
 def target_machine(target: Target):
     """The llvmlite TargetMachine for `target`, made once and reused (emission
     mutates modules, not the machine)."""

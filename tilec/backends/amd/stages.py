@@ -32,11 +32,10 @@ from tilec.environment import check_enabled
 from tilec.errors import OutOfResources, TilecError
 from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir, run_stages
-from tilec.targets.base import Target, target_machine
+from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
 from tilec.backends.amd.target import CODE_OBJECT_VERSION, amdgpu_target
 
-O3 = 3
 LDS_GLOBAL = "tilec_smem"
 COV_NODE = 1_000_000
 
@@ -73,8 +72,6 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
 
 def lower_to_llvm(fn: Function, build: Build) -> str:
     """LLVM IR of the kernel with its LDS sized and the code object version pinned, O3-optimized."""
-    import llvmlite.binding as llvm
-
     from tilec.codegen_llvm import Analyses, lower
     from tilec.opt.axis_info import analyze_axes
     from tilec.opt.shared_memory import plan_shared
@@ -86,9 +83,7 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     build.metadata.shared = kernel.shared_bytes
     check_lds(build.metadata.name, kernel.shared_bytes, target)
     module = target.parse(with_code_object_version(static_lds(kernel.llir, kernel.shared_bytes)))
-    tuning = llvm.create_pipeline_tuning_options(speed_level=O3)
-    builder = llvm.create_pass_builder(target_machine(target), tuning)
-    builder.getModulePassManager().run(module, builder)
+    optimize(module, target)
     module.verify()
     build.llir = str(module)
     return build.llir

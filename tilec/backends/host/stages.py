@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from tilec.errors import OutOfResources
 from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, run_stages
-from tilec.targets.base import Target, target_machine
+from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
 from tilec.backends.host.target import host_target
 
-O3 = 3
 
 
 @dataclass
@@ -46,8 +45,6 @@ class Build:
 
 def lower_to_llvm(fn: Function, build: Build) -> str:
     """LLVM IR of the kernel and its grid entry, optimized at O3 for the target's CPU level."""
-    import llvmlite.binding as llvm
-
     from tilec.backends.host.codegen import lower
     from tilec.backends.host import libcalls
     from tilec.backends.host.grid import grid_entry
@@ -57,13 +54,11 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     kernel = lower(fn, target, HostLowering(), build.options.enable_fp_fusion)
     check_stack(fn.name, kernel.stack_bytes, target)
     build.metadata.shared_bytes = kernel.stack_bytes
-    module = _parse(kernel.llir, target)
-    module.link_in(_parse(grid_entry(fn, target), target))
-    module.link_in(_parse(libcalls.module(target), target))
+    module = target.parse(kernel.llir)
+    module.link_in(target.parse(grid_entry(fn, target)))
+    module.link_in(target.parse(libcalls.module(target)))
     module.get_function(fn.name).linkage = "internal"
-    tuning = llvm.create_pipeline_tuning_options(speed_level=O3)
-    builder = llvm.create_pass_builder(target_machine(target), tuning)
-    builder.getModulePassManager().run(module, builder)
+    optimize(module, target)
     module.verify()
     build.llir = str(module)
     return build.llir
@@ -84,17 +79,7 @@ def emit_assembly(llir: str, build: Build) -> str:
 def emit_object(asm: str, build: Build) -> bytes:
     """The relocatable object of the optimized module (``build.llir``: this
     stage follows the assembly, made from the same IR)."""
-    return target_machine(build.target).emit_object(_parse(build.llir, build.target))
-
-
-def _parse(text: str, target: Target):
-    """``text`` parsed and verified, with ``target``'s triple and data layout."""
-    import llvmlite.binding as llvm
-
-    module = llvm.parse_assembly(text)
-    module.triple, module.data_layout = target.triple, target.data_layout
-    module.verify()
-    return module
+    return target_machine(build.target).emit_object(build.target.parse(build.llir))
 
 
 #: The stages in order, with the extension of each one's file.

@@ -30,10 +30,9 @@ import functools
 import llvmlite.binding as llvm
 
 from tilec.errors import TilecError
-from tilec.targets.base import Target, target_machine
+from tilec.targets.base import Target, optimize
 from tilec.backends.nvidia.ptxas import INSTALL_CUDA_TOOLS, find_libdevice
 
-O3 = 3
 LIBDEVICE_PREFIX = "__nv_"  # of every libdevice function's name
 
 # Override (4): our setting wins over any the module carries.
@@ -90,9 +89,7 @@ def _internalize_all_but(module, keep: set[str]) -> None:
 
 def _optimize(module, target: Target) -> None:
     _keep_loops_canonical()
-    tuning = llvm.create_pipeline_tuning_options(speed_level=O3)
-    builder = llvm.create_pass_builder(target_machine(target), tuning)
-    builder.getModulePassManager().run(module, builder)
+    optimize(module, target)
 
 
 @functools.cache
