@@ -14,7 +14,8 @@ TILEC = REPO / "tilec"
 # A read of the process environment: os.environ[...], os.environ.get(...), os.getenv(...), environ.get(...).
 ENVIRON_READ = re.compile(r"\b(?:environ\s*(?:\[|\.get\s*\(|\.setdefault\s*\(|\.pop\s*\()|getenv\s*\()\s*f?[\"']TILEC_")
 FLAGS = {"TILEC_CACHE": (environment.cache_enabled, True), "TILEC_CHECK": (environment.check_enabled, False),
-         "TILEC_SYNC": (environment.sync_enabled, False), "TILEC_QUIET": (environment.quiet, False)}
+         "TILEC_SYNC": (environment.sync_enabled, False), "TILEC_QUIET": (environment.quiet, False),
+         "TILEC_INTERPRET": (environment.interpret, False)}
 
 
 def test_no_module_but_environment_reads_a_tilec_variable():
@@ -60,6 +61,20 @@ def test_a_flag_refuses_any_other_value_naming_the_variable(monkeypatch, name):
     monkeypatch.setenv(name, "maybe")
     with pytest.raises(TilecError, match=f"{name}=maybe: .*{name} takes 1, on, true, yes .* 0, off, false, no"):
         FLAGS[name][0]()
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "two", "1.5", "4x"])
+def test_num_threads_refuses_anything_but_a_positive_integer_naming_the_variable(monkeypatch, text):
+    monkeypatch.setenv("TILEC_NUM_THREADS", text)
+    with pytest.raises(TilecError, match=f"TILEC_NUM_THREADS={text}: not a positive integer"):
+        environment.num_threads()
+
+
+def test_num_threads_is_none_unset_and_the_number_given(monkeypatch):
+    monkeypatch.delenv("TILEC_NUM_THREADS", raising=False)
+    assert environment.num_threads() is None
+    monkeypatch.setenv("TILEC_NUM_THREADS", " 3 ")
+    assert environment.num_threads() == 3
 
 
 def test_folders_and_files_default_when_unset_or_empty(monkeypatch, tmp_path):

@@ -156,13 +156,6 @@ class HostCtx:
         except Exception as e:
             raise _located(e, op, self.fn.name) from e
 
-    def run_region(self, block: Block, args: list) -> list:
-        """Lower ``block`` with its arguments bound to ``args``; what its terminator passes on."""
-        for a, value in zip(block.args, args):
-            self.env[a] = value
-        for op in block.ops[:-1]:
-            self.lower_op(op)
-        return [self.env[v] for v in block.terminator.values]
 
 
 #: Why an op has no host rule, by name.

@@ -16,7 +16,7 @@ from llvmlite import ir as llir
 
 from tilec import ir
 from tilec.ir.types import TileType, elem_type
-from tilec.codegen_llvm.control import _keeps_going
+from tilec.codegen_llvm.control import _enter_loop, _keeps_going, run_region
 from tilec.codegen_llvm.debug import _printf_arg
 from tilec.backends.host.codegen import HostCtx, host_rule
 from tilec.backends.host.tiles import Buffer, Tile, for_each, write
@@ -59,30 +59,19 @@ class _Carried:
         return other
 
 
-def _enter(ctx: HostCtx, kind: str, inner: str):
-    """Branch to a new loop header and stay there; (entry block, inner block, exit block)."""
-    b = ctx.b
-    entry = b.block
-    header, inner_block, done = (b.append_basic_block(f"{kind}.{part}") for part in ("header", inner, "done"))
-    b.branch(header)
-    b.position_at_end(header)
-    return entry, inner_block, done
-
-
 @host_rule(ir.For)
 def _for(ctx: HostCtx, op: ir.For) -> None:
     b = ctx.b
     lower, upper, step = ctx[op.lower], ctx[op.upper], ctx[op.step]
     carried = [_Carried(ctx, v, ctx[v]) for v in op.inits]
-    entry, body, done = _enter(ctx, "for", "body")
-    header = b.block
+    entry, header, body, done = _enter_loop(ctx, "for", "body")
     iv = b.phi(lower.type)
     iv.add_incoming(lower, entry)
     for c in carried:
         c.enter(entry)
     b.cbranch(_keeps_going(ctx, iv, upper, step, op.lower.type.kind == "int"), body, done)
     b.position_at_end(body)
-    yielded = ctx.run_region(op.body, [iv] + [c.current for c in carried])
+    yielded = run_region(ctx, op.body, [iv] + [c.current for c in carried])
     nexts = [c.next(v) for c, v in zip(carried, yielded)]
     latch = b.block
     iv.add_incoming(b.add(iv, step), latch)
@@ -98,14 +87,13 @@ def _for(ctx: HostCtx, op: ir.For) -> None:
 def _while(ctx: HostCtx, op: ir.While) -> None:
     b = ctx.b
     carried = [_Carried(ctx, v, ctx[v]) for v in op.inits]
-    entry, after, done = _enter(ctx, "while", "after")
-    header = b.block
+    entry, header, after, done = _enter_loop(ctx, "while", "after")
     for c in carried:
         c.enter(entry)
-    forwarded = _forward(ctx, op, ctx.run_region(op.before, [c.current for c in carried]))
+    forwarded = _forward(ctx, op, run_region(ctx, op.before, [c.current for c in carried]))
     b.cbranch(ctx[op.before.terminator.cond], after, done)
     b.position_at_end(after)
-    nexts = [c.next(v) for c, v in zip(carried, ctx.run_region(op.after, forwarded))]
+    nexts = [c.next(v) for c, v in zip(carried, run_region(ctx, op.after, forwarded))]
     for c, v in zip(carried, nexts):
         c.phi.add_incoming(v, b.block)
     b.branch(header)
@@ -137,7 +125,7 @@ def _if(ctx: HostCtx, op: ir.If) -> None:
     ends = []
     for region, block in ((op.then_body, then_block), (op.else_body, else_block)):
         b.position_at_end(block)
-        values = ctx.run_region(region, [])
+        values = run_region(ctx, region, [])
         for buf, value in zip(bufs, values):
             if buf is not None:
                 write(ctx, value, buf)

@@ -28,6 +28,7 @@ from tilec.ir.types import elem_type, f32, f64, shape_of
 from tilec.codegen_llvm.memory import _from_memory, _to_memory
 from tilec.codegen_llvm.scalar_base import counted_loop, memory_type
 from tilec.codegen_llvm.scalar_casts import convert
+from tilec.codegen_llvm.control import run_region
 from tilec.backends.host.codegen import HostCtx, host_rule
 from tilec.backends.host.rules_values import element
 from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, for_each, lazy, numel, write
@@ -35,7 +36,7 @@ from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, f
 
 def _combine(ctx: HostCtx, op: ir.Op, accs: list, xs: list) -> list:
     """``op``'s combine region on scalars ``accs`` (the earlier elements) and ``xs``."""
-    return ctx.run_region(op.combine, list(accs) + list(xs))
+    return run_region(ctx, op.combine, list(accs) + list(xs))
 
 
 class _Slots:

@@ -16,6 +16,7 @@ from tilec.codegen_llvm.elementwise import constant
 from tilec.codegen_llvm.memory import _to_memory
 from tilec.codegen_llvm.scalar_base import LOWER as SCALAR_LOWER, counted_loop
 from tilec.codegen_llvm.scalar_ops import emit_scalar
+from tilec.codegen_llvm.control import run_region
 from tilec.backends.host.codegen import HostCtx, host_rule
 from tilec.backends.host.tiles import CHEAP, I64, Tile, coords_of, element_pointer, lazy, linear_index, numel
 
@@ -214,7 +215,7 @@ def _map_elementwise(ctx: HostCtx, op: ir.MapElementwise) -> None:
             i = b.add(b.mul(g, I64(pack)), I64(j))
             indices.append(b.select(b.icmp_unsigned("<", i, I64(count)), i, I64(count - 1)) if count % pack else i)
         places = [coords_of(ctx, i, shape) for i in indices]
-        yielded = ctx.run_region(op.body, [element(ctx, s, c) for s in srcs for c in places])
+        yielded = run_region(ctx, op.body, [element(ctx, s, c) for s in srcs for c in places])
         for r, out in enumerate(outs):
             for j, (i, c) in enumerate(zip(indices, places)):
                 if count % pack:
