@@ -65,3 +65,27 @@ def test_tutorial_matmul_on_the_gpu(torch, request, size, dtype, activation, con
     assert_close(got, want, "float16", **dot_tolerance(dtype, None, "float16", magnitude, K + 1))
     error = np.linalg.norm(got - cublas) / np.linalg.norm(cublas)
     assert error <= TORCH_TOLERANCE[dtype], f"||tilec - torch.matmul|| / ||torch.matmul|| = {error:.3g}"
+
+
+# Operands stored the other way round: ``a`` along M (a transposed tensor's
+# view), ``b`` along K.  On sm_90a these are wgmma's MN-major ``a`` and
+# K-major ``b`` (the transpose bits of its descriptors); elsewhere ldmatrix.trans.
+STORAGE = ["a_along_m", "b_along_k", "both"]
+
+
+@pytest.mark.parametrize("storage", STORAGE)
+@pytest.mark.parametrize("config", [(128, 128, 64, 8, 4, 3), (128, 256, 64, 8, 8, 3), (64, 64, 32, 8, 4, 2)],
+                         ids=lambda c: "_".join(map(str, c)))
+def test_matmul_of_transposed_operands_on_the_gpu(torch, request, storage, config):
+    M, N, K = 520, 392, 320
+    torch.manual_seed(zlib.crc32(request.node.callspec.id.encode()))
+    a = torch.randn((M, K), device="cuda").to(torch.float16)
+    b = torch.randn((K, N), device="cuda").to(torch.float16)
+    a_in = a.t().contiguous().t() if storage in ("a_along_m", "both") else a
+    b_in = b.t().contiguous().t() if storage in ("b_along_k", "both") else b
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    launch_matmul(matmul_kernel, a_in, b_in, c, "", **matmul_config(config))
+    torch.cuda.synchronize()
+    a64, b64 = a.double(), b.double()
+    want, magnitude = (a64 @ b64).cpu().numpy(), (a64.abs() @ b64.abs()).cpu().numpy()
+    assert_close(c.cpu().numpy(), want, "float16", **dot_tolerance("float16", None, "float16", magnitude, K + 1))

@@ -234,6 +234,14 @@ class Shared(Layout):
     sits at chunk ``c ^ ((r // per_phase) % max_phase)``: the XOR swizzle
     that spreads rows read or written together over all the memory banks.
     ``max_phase`` 1 is no swizzle.
+
+    A swizzled row wider than its pattern (``vec * max_phase`` elements, an
+    *atom*) is cut into atoms, and the matrix is stored as one ``rows x
+    atom`` matrix per atom, one after another: element ``(r, c)`` is at
+    ``(c // atom) * rows * atom + r * atom + swizzled(c % atom)``.  Those are
+    the layouts NVIDIA's warpgroup instructions and bulk copies read (their
+    "128-byte swizzle" is ``vec * bytes = 16``, ``per_phase`` 1,
+    ``max_phase`` 8, on 1024-byte aligned matrices).
     """
 
     WORD: ClassVar[str] = "shared"

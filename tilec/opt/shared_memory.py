@@ -1,7 +1,9 @@
 """Where each shared-memory buffer lives: ``plan_shared(fn) -> SharedPlan``.
 
 Every ``local_alloc`` gets a byte offset in the kernel's one dynamic
-shared-memory block, 128-byte aligned, and buffers that are never live at
+shared-memory block, 128-byte aligned (1024 for a swizzled matrix: NVIDIA's
+warpgroup instructions and bulk copies apply the swizzle to address bits,
+so its pattern must start on a 1024-byte boundary), and buffers that are never live at
 the same time share bytes.
 
 *Program points.*  Ops are numbered in program order (a pre-order walk);
@@ -28,8 +30,10 @@ from dataclasses import dataclass, field
 
 from tilec import ir
 from tilec.ir.core import Block, Function, Op
+from tilec.ir.layouts import Shared
 
 ALIGN = 128
+SWIZZLED_ALIGN = 1024
 LOOPS = (ir.For, ir.While)
 
 
@@ -111,9 +115,14 @@ def _first_fit(plan: SharedPlan, alloc: Op) -> int:
     for begin, end in taken:
         if offset + plan.sizes[alloc] <= begin:
             break
-        offset = max(offset, _align(end))
+        offset = max(offset, _align(end, _alignment(alloc)))
     return offset
 
 
-def _align(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def _alignment(alloc: Op) -> int:
+    layout = alloc.results[0].type.layout
+    return SWIZZLED_ALIGN if isinstance(layout, Shared) and layout.max_phase > 1 else ALIGN
+
+
+def _align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment

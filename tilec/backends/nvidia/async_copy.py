@@ -110,7 +110,11 @@ def _async_commit(ctx: Ctx, op: ir.AsyncCommit) -> None:
 
 @lowers(ir.AsyncWait)
 def _async_wait(ctx: Ctx, op: ir.AsyncWait) -> None:
+    """Wait for this thread's copies; where the tensor cores may read them
+    through the async proxy (``wgmma.py``), make them visible to it too."""
     _asm(ctx, f"cp.async.wait_group {op.pending};")
+    if ctx.target.group_matrix_instructions:
+        _asm(ctx, "fence.proxy.async.shared::cta;")
 
 
 def _asm(ctx: Ctx, text: str) -> None:

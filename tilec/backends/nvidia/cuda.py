@@ -34,7 +34,7 @@ from typing import Any, Callable, Optional, Sequence
 from tilec.environment import sync_enabled
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType
-from tilec.backends.nvidia.target import ARCHS, DEFAULT_ARCH, WARP_SIZE
+from tilec.backends.nvidia.target import ARCH_SPECIFIC, ARCHS, DEFAULT_ARCH, WARP_SIZE
 from tilec.backends.nvidia import cuda_driver as cd, libcuda
 from tilec.launch.args import KernelArg, launch_values
 from tilec.launch.compiler import CompiledKernel
@@ -87,11 +87,14 @@ def device_name(args: Sequence[KernelArg], device: Optional[int]) -> str:
 
 @functools.cache
 def _device_arch(device: int) -> str:
+    """The arch to compile for: the device's own, with its arch-specific
+    features (``sm_90`` -> ``sm_90a``: code built for this device alone may
+    use wgmma)."""
     arch = cd.compute_capability(device)
     if arch not in ARCHS:
         raise TilecError(f"CUDA device {device} ({cd.device_name(device)}) is {arch}; "
                          f"tilec compiles for {', '.join(ARCHS)}")
-    return arch
+    return ARCH_SPECIFIC.get(arch, arch)
 
 
 def _resolve_device(args: Sequence[KernelArg], device: Optional[int]) -> int:

@@ -55,9 +55,29 @@ def tensor_core_layouts(op: ir.Dot, num_warps: int, target: Target,
     (m, k), n = op.a.type.shape, op.b.type.shape[1]
     if m < inst.m or n < inst.n or k < inst.k:
         return None
-    mma = Mma((max(1, min(num_warps, m // inst.m)), 1)) if along_m else mma_layout((m, n), num_warps)
+    if along_m:
+        mma = Mma((max(1, min(num_warps, m // inst.m)), 1))
+    elif fits_warpgroups(op, num_warps, target):
+        mma = Mma((num_warps, 1))
+    else:
+        mma = mma_layout((m, n), num_warps)
     kwidth = inst.k // K_PER_KWIDTH
     return DotOperand(0, kwidth, mma), DotOperand(1, kwidth, mma), mma
+
+
+def fits_warpgroups(op: ir.Dot, num_warps: int, target: Target) -> bool:
+    """True when ``op`` can run on ``target``'s warpgroup instructions
+    (``wgmma.py``): one of them for its element types, whole warpgroups,
+    each warp 16 whole rows (``Mma((num_warps, 1))``: a warpgroup's four
+    warps then hold 64 consecutive rows, the instruction's ``m``), ``n`` a
+    multiple of the instruction's 8 and ``k`` of its 16.  Batched dots do not."""
+    if len(op.a.type.shape) != 2 or num_warps % 4:
+        return False
+    a_elem, acc_elem = elem_type(op.a.type), elem_type(op.acc.type)
+    inst = next((i for i in target.group_matrix_instructions
+                 if SCALAR_TYPES[i.operand] == a_elem and SCALAR_TYPES[i.accumulator] == acc_elem), None)
+    (m, k), n = op.a.type.shape, op.b.type.shape[1]
+    return inst is not None and m % (TILE_M * num_warps) == 0 and n % TILE_N == 0 and k % inst.k == 0
 
 
 def matrix_instruction(target: Target, operand, accumulator) -> Optional[MatrixInstruction]:

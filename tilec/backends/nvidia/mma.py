@@ -37,6 +37,7 @@ from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, layout_coordin
 from tilec.codegen_llvm.memory import _from_memory, _to_memory
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
 from tilec.codegen_llvm.shuffle import convert_layout, moves_between_threads
+from tilec.backends.nvidia.wgmma import lower_warpgroup_dot, warpgroup_dot_fits
 
 RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the NVIDIA backend's for the given op classes.")
 
@@ -72,8 +73,12 @@ INSTRUCTIONS = {
 
 @lowers(ir.Dot)
 def _dot(ctx: Ctx, op: ir.Dot) -> None:
-    """On the tensor cores where the layout pass chose them (an ``Mma`` result), else on the FMA units."""
-    if isinstance(op.result.type.layout, Mma):
+    """On the tensor cores where the layout pass chose them (an ``Mma``
+    result): warpgroup instructions where they fit (``wgmma.py``), else
+    ``mma.sync``; else on the FMA units."""
+    if warpgroup_dot_fits(ctx, op):
+        lower_warpgroup_dot(ctx, op, _step_words)
+    elif isinstance(op.result.type.layout, Mma):
         lower_mma_dot(ctx, op)
     else:
         fma_dot(ctx, op)
@@ -183,20 +188,38 @@ def _from_word(ctx: Ctx, word, elem: ScalarType, n: int) -> list:
 
 def swizzled_offset(ctx: Ctx, layout: Shared, shape: tuple, coords: tuple, elem_bytes: int):
     """Byte offset (i32) of the element at ``coords`` of the matrix (the last
-    two dims of a ``Shared`` tile of ``shape``; ``coords`` are i32 values)."""
+    two dims of a ``Shared`` tile of ``shape``; ``coords`` are i32 values):
+    ``Shared``'s docstring gives the formula."""
     b = ctx.b
-    fast = layout.order[0]
-    slow = next(d for d in layout.order if d != fast and d >= len(shape) - 2)
-    row, col = coords[slow - (len(shape) - 2)], coords[fast - (len(shape) - 2)]
-    width = shape[fast]
-    vec = layout.vec
-    chunk = b.lshr(col, I32(exact_log2(vec)))
+    row, col, rows, width = _row_col(layout, shape, coords)
+    vec, atom = layout.vec, atom_width(layout, width)
+    within_atom = b.and_(col, I32(atom - 1)) if atom < width else col
+    chunk = b.lshr(within_atom, I32(exact_log2(vec)))
     within = b.and_(col, I32(vec - 1))
     if layout.max_phase > 1:
         phase = b.and_(b.lshr(row, I32(exact_log2(layout.per_phase))), I32(layout.max_phase - 1))
         chunk = b.xor(chunk, phase)
-    index = b.add(b.add(b.mul(row, I32(width)), b.shl(chunk, I32(exact_log2(vec)))), within)
+    index = b.add(b.add(b.mul(row, I32(atom)), b.shl(chunk, I32(exact_log2(vec)))), within)
+    if atom < width:
+        index = b.add(index, b.mul(b.lshr(col, I32(exact_log2(atom))), I32(rows * atom)))
     return b.mul(index, I32(elem_bytes))
+
+
+def _row_col(layout: Shared, shape: tuple, coords: tuple) -> tuple:
+    """``(row, column, rows, row width)`` of the matrix: ``coords`` split
+    into the slow and the fast (``order[0]``) dim, and those dims' sizes."""
+    fast = layout.order[0]
+    slow = next(d for d in layout.order if d != fast and d >= len(shape) - 2)
+    base = len(shape) - 2
+    return coords[slow - base], coords[fast - base], shape[slow], shape[fast]
+
+
+def atom_width(layout: Shared, width: int) -> int:
+    """Elements of a row of one swizzle atom: the whole row unless a
+    swizzled row is wider than its pattern (``vec * max_phase``)."""
+    if layout.max_phase == 1:
+        return width
+    return min(width, layout.vec * layout.max_phase)
 
 
 def split_offset(layout: Shared, shape: tuple, coords: tuple, elem_bytes: int) -> tuple[tuple, int]:
@@ -204,15 +227,19 @@ def split_offset(layout: Shared, shape: tuple, coords: tuple, elem_bytes: int) -
     into small ones and a byte immediate: ``swizzled_offset(lane + coords) ==
     swizzled_offset(lane + small) + imm`` for every lane inside the matrix.
     A whole number of swizzle periods along either dim (``max_phase`` rows
-    of ``per_phase``; ``max_phase`` vectors) moves the element by a fixed
-    number of bytes: the XOR only touches the bits below a period."""
+    of ``per_phase``; ``max_phase`` vectors, one atom) moves the element by
+    a fixed number of bytes: the XOR only touches the bits below a period."""
     fast = layout.order[0] - (len(shape) - 2)
     swizzled = layout.max_phase > 1
     periods = [layout.per_phase * layout.max_phase if swizzled else 1] * 2
     periods[fast] = layout.vec * layout.max_phase if swizzled else 1
     small = tuple(c % period for c, period in zip(coords, periods))
     high = [c - s for c, s in zip(coords, small)]
-    return small, (high[1 - fast] * shape[len(shape) - 2 + fast] + high[fast]) * elem_bytes
+    _, _, rows, width = _row_col(layout, shape, (0, 0))
+    atom = atom_width(layout, width)
+    high_row, high_col = high[1 - fast], high[fast]
+    elems = high_row * atom + (high_col // atom) * rows * atom + high_col % atom
+    return small, elems * elem_bytes
 
 
 def matrix_bytes(shape: tuple, elem: ScalarType) -> int:

@@ -20,6 +20,12 @@ MAX_VECTOR_BYTES = 16
 # a row of `a` spans eight 32-bit words (K = 16 halves, 8 tf32s from f32 operands, 32 bytes).
 MMA_INSTRUCTIONS = tuple(MatrixInstruction(a, acc, 16, 8, k) for a, acc, k in (
     ("f16", "f32", 16), ("bf16", "f32", 16), ("f16", "f16", 16), ("f32", "f32", 8), ("i8", "i32", 32)))
+# wgmma.mma_async.m64nNk16 (sm_90a only: not in plain sm_90), a warpgroup of
+# four warps at once, operands from shared memory; N is any multiple of 8 up to 256.
+WGMMA_INSTRUCTIONS = tuple(MatrixInstruction(a, "f32", 64, 256, 16) for a in ("f16", "bf16"))
+WGMMA_ARCHS = ("sm_90a",)
+# What a device of each arch runs best: its arch-specific variant.
+ARCH_SPECIFIC = {"sm_90": "sm_90a"}
 # cp.async (sm_80 on): global -> shared copies a thread waits for later.
 ASYNC_COPIES = True
 
@@ -69,6 +75,7 @@ def nvptx_target(arch: str) -> Target:
         max_threads_per_block=MAX_THREADS_PER_BLOCK,
         registers_per_block=REGISTERS_PER_BLOCK,
         matrix_instructions=MMA_INSTRUCTIONS,
+        group_matrix_instructions=WGMMA_INSTRUCTIONS if arch in WGMMA_ARCHS else (),
         async_copies=ASYNC_COPIES,
     )
 

@@ -1,0 +1,111 @@
+"""``dot`` on Hopper's warpgroup instructions (``backends/nvidia/wgmma.py``),
+checked without a GPU.
+
+* The descriptors read what the layouts store: for every element an
+  instruction reads, the address the hardware forms from the descriptor
+  (start address, leading and stride byte offsets, then the swizzle XOR on
+  address bits) is where ``swizzled_offset`` -- the codegen's own LLVM IR,
+  compiled for this host -- put it.
+* The tutorial matmul compiled for ``sm_90a`` is ``wgmma`` from shared
+  memory with the transpose bits its operands' storage asks for, and
+  ``ptxas`` assembles it without spills; for plain ``sm_90`` it stays on
+  ``mma.sync``.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from codegen.test_mma_addresses import offset_function
+from kernels.matmul import matmul_kernel
+
+from tilec.backends.nvidia import ptxas
+from tilec.backends.nvidia.wgmma import GROUP_K, GROUP_M, descriptor_for
+from tilec.ir.layouts_nvidia import swizzled_layout
+from tilec.ir.types import bf16, f16
+
+
+def hardware_offset(desc, start: int, outer: int, k: int) -> int:
+    """The byte address the tensor cores read element ``(outer, k)`` of an
+    instruction's operand from (PTX ISA, "matrix descriptor" and the
+    canonical layouts): 8-row core matrices ``stride`` bytes apart, atoms
+    ``leading`` bytes apart along M/N when MN-major, then the swizzle XORs
+    address bits 4.. with bits 7.. (``log2(atom bytes / 16)`` of each)."""
+    bits = desc.bits()
+    leading, stride = ((bits >> 16) & 0x3FFF) << 4, ((bits >> 32) & 0x3FFF) << 4
+    size = desc.elem_bytes
+    if desc.transposed:  # rows of an atom run along k, the atom's row along m/n
+        address = (outer // desc.atom) * leading + (outer % desc.atom) * size + (k // 8) * stride \
+            + (k % 8) * desc.atom_bytes
+    else:
+        address = (outer // 8) * stride + (outer % 8) * desc.atom_bytes + k * size
+    address += start
+    width = (desc.atom_bytes // 16).bit_length() - 1
+    return address ^ (((address >> 7) & ((1 << width) - 1)) << 4)
+
+
+CASES = [(elem, is_a, outer, k, along_k) for elem in (f16, bf16) for is_a in (True, False)
+         for outer in (64, 128, 256) for k in (16, 32, 64, 128) for along_k in (True, False)]
+
+
+@pytest.mark.parametrize("elem,is_a,outer,k,along_k", CASES,
+                         ids=[f"{e}-{'a' if a else 'b'}-{o}-{k}-{'k' if ak else 'mn'}" for e, a, o, k, ak in CASES])
+def test_descriptors_read_what_the_layouts_store(elem, is_a, outer, k, along_k):
+    """A pipelined operand as the pipeliner lays it out, and the footprints
+    of its first and last instructions (``a``: 64 rows, ``b``: every column)."""
+    shape = (outer, k) if is_a else (k, outer)
+    k_dim = 1 if is_a else 0
+    fast = k_dim if along_k else 1 - k_dim
+    layout = swizzled_layout(shape, (fast, 1 - fast), elem.bytes)
+    desc = descriptor_for(layout, shape, elem, is_a)
+    if desc is None:  # rows under 32 bytes: no swizzle mode describes them
+        assert shape[fast] * elem.bytes < 32
+        return
+    stored = offset_function(layout, shape, elem.bytes)
+    n = GROUP_M if is_a else outer
+    for outer0, k0 in ((0, 0), (outer - n, k - GROUP_K)):
+        start = desc.offset(outer0, k0)
+        for o in range(n):
+            for kk in range(GROUP_K):
+                row_col = (outer0 + o, k0 + kk) if is_a else (k0 + kk, outer0 + o)
+                assert hardware_offset(desc, start, o, kk) == stored(*row_col), (o, kk)
+
+
+def _matmul_ptx(target: str, a_strides=(4096, 1), b_strides=(4096, 1), block=(128, 128, 64), warps=4) -> str:
+    x = np.empty((4096, 4096), np.float16)
+    compiled = matmul_kernel.compile(
+        x, x, x, 4096, 4096, 4096, *a_strides, *b_strides, 4096, 1, BLOCK_SIZE_M=block[0], BLOCK_SIZE_N=block[1],
+        BLOCK_SIZE_K=block[2], GROUP_SIZE_M=8, ACTIVATION="", num_warps=warps, num_stages=3, target=target)
+    return compiled.asm["ptx"]
+
+
+@pytest.mark.parametrize("a_strides,b_strides,bits", [
+    ((4096, 1), (4096, 1), "1, 1, 0, 1"),  # a along k (K-major), b along n (MN-major: transposed)
+    ((1, 4096), (1, 4096), "1, 1, 1, 0"),
+], ids=["a_rows-b_rows", "a_cols-b_cols"])
+def test_tutorial_matmul_runs_on_wgmma_for_sm_90a(a_strides, b_strides, bits):
+    ptx = _matmul_ptx("sm_90a", a_strides, b_strides)
+    instructions = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 .*", ptx)
+    # 128 rows over one warpgroup of 4 warps: two 64-row instructions per 16 of k=64
+    assert len(instructions) == 2 * 4
+    assert all(line.rstrip(";} \t").endswith(bits) for line in instructions), instructions[0]
+    for needed in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                   "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta", "cp.async.cg.shared.global"):
+        assert needed in ptx
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    if ptxas.find_ptxas() is None:
+        pytest.skip("no ptxas to assemble the PTX")
+    result = ptxas.assemble(ptx, "sm_90a")
+    assert result.spill_stores == 0 and result.spill_loads == 0
+
+
+def test_two_warpgroups_split_the_rows_and_wide_tiles_use_n256():
+    ptx = _matmul_ptx("sm_90a", block=(128, 256, 64), warps=8)
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16", ptx)) == 4
+
+
+def test_plain_sm_90_stays_on_mma_sync():
+    ptx = _matmul_ptx("sm_90")
+    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx

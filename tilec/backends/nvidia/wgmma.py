@@ -1,0 +1,267 @@
+"""``dot`` on Hopper's warpgroup instructions: ``wgmma.mma_async`` (sm_90a).
+
+Four consecutive warps (a *warpgroup*, starting at a warp index divisible
+by 4) issue one ``wgmma.mma_async.m64nNk16`` together: a 64 x N block of the
+accumulator, ``a`` and ``b`` read by the tensor cores straight from shared
+memory through 64-bit *matrix descriptors* (``a`` may come from registers
+instead).  The instruction runs asynchronously: ``wgmma.commit_group``
+closes a group of them and ``wgmma.wait_group`` waits for it.
+
+*Where it runs.*  The layout pass gives such a dot the accumulator layout
+``Mma((num_warps, 1))`` (``layouts.fits_warpgroups``): warp ``w`` holds rows
+``16 w`` (plus multiples of ``16 num_warps``), so warpgroup ``g``'s four
+warps hold 64 consecutive rows, and inside those each warp's registers are
+the instruction's: for every 8 columns, ``c0..c3`` as ``mma.sync``'s 16x8
+tile.  The accumulator registers of ``Mma`` are therefore the instruction's
+unchanged.  A dot whose ``b`` is a pipelined operand (a ``local_load`` left
+to the dot, ``Ctx.deferred``) of a swizzled matrix the descriptors can
+describe runs here; any other stays on ``mma.sync`` (``mma.py``) with the
+same layouts.
+
+*Descriptors* (``Descriptor``): start address, leading- and stride-dimension
+byte offsets (each ``>> 4``) and the swizzle mode.  A ``Shared`` matrix
+whose rows are cut into atoms of ``16 * max_phase`` bytes with the XOR
+pattern ``per_phase * max_phase == 8`` rows deep is what the hardware calls
+the 128/64/32-byte swizzle (the buffers are 1024-byte aligned,
+``opt/shared_memory.py``).  Stored along ``k`` (*K-major*) the stride
+offset steps 8 rows; stored along ``m`` or ``n`` (*MN-major*, the
+instruction's transpose bit, 16-bit types only) the leading offset steps
+from one atom to the next and the stride offset 8 rows along ``k``.
+
+*Ordering.*  ``wgmma.fence`` before the first instruction (the accumulator
+registers were written by ordinary instructions), ``commit_group``, then
+``wait_group 0`` before the result is used.  The wait is inline assembly
+that takes every accumulator register and gives it back (tied operands),
+so LLVM cannot move a use of the result above it.  The shared memory was
+written by ``cp.async`` (the generic proxy) and is read by the tensor cores
+through the async proxy: ``async_wait`` adds ``fence.proxy.async`` on
+targets with these instructions (``async_copy.py``).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Optional
+
+from llvmlite import ir as llir
+
+from tilec import ir
+from tilec.ir.layouts import Shared, exact_log2
+from tilec.ir.layouts_nvidia import TILE_M, TILE_N, Mma, mma_grid
+from tilec.ir.types import ScalarType, bf16, elem_type, f16
+from tilec.codegen_llvm.kernel import I32, I64, Ctx
+
+# The instruction's rows, and its k for 16-bit operands.
+GROUP_M, GROUP_K = 64, 16
+WARPS_PER_GROUP = 4
+# The widest n of one instruction.
+MAX_N = 256
+# The descriptor's swizzle-mode field by atom row bytes.
+SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
+PTX_TYPES = {f16: "f16", bf16: "bf16"}
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """How the tensor cores read one operand matrix from shared memory:
+    ``leading``/``stride`` byte offsets and the swizzle ``mode`` (module
+    docstring), ``transposed`` for an MN-major matrix, and ``offset(outer,
+    k)``, the byte offset of the 8-aligned element ``(outer, k)``."""
+
+    layout: Shared
+    shape: tuple  # the matrix's [rows, cols] as stored in the tile ([M, K] for a, [K, N] for b)
+    elem_bytes: int
+    is_a: bool
+
+    @property
+    def k_dim(self) -> int:
+        return 1 if self.is_a else 0
+
+    @property
+    def transposed(self) -> bool:
+        """Stored along ``m``/``n`` (MN-major) rather than along ``k``."""
+        return self.layout.order[0] - (self.layout.rank - 2) != self.k_dim
+
+    @property
+    def fast_size(self) -> int:
+        return self.shape[self.layout.order[0] - (self.layout.rank - 2)]
+
+    @property
+    def atom_bytes(self) -> int:
+        return 16 * self.layout.max_phase
+
+    @property
+    def atom(self) -> int:
+        """Elements of one atom's row."""
+        return self.atom_bytes // self.elem_bytes
+
+    @property
+    def slow_size(self) -> int:
+        return self.shape[1 - (self.layout.order[0] - (self.layout.rank - 2))]
+
+    def bits(self) -> int:
+        """The constant fields of the descriptor (all but the start address)."""
+        leading = self.slow_size * self.atom_bytes if self.transposed else 16
+        stride = 8 * self.atom_bytes
+        return ((leading >> 4) << 16) | ((stride >> 4) << 32) | (SWIZZLE_MODES[self.atom_bytes] << 62)
+
+    def offset(self, outer: int, k: int) -> int:
+        """Byte offset of element ``(outer, k)`` (outer: a row of ``a``, a
+        column of ``b``), both on an 8-element, atom-aligned boundary, so the
+        swizzle leaves it in place."""
+        fast, slow = (outer, k) if self.transposed else (k, outer)
+        return ((fast // self.atom) * self.slow_size * self.atom + slow * self.atom + fast % self.atom) \
+            * self.elem_bytes
+
+
+def descriptor_for(layout: Shared, shape: tuple, elem: ScalarType, is_a: bool) -> Optional[Descriptor]:
+    """The ``Descriptor`` of a shared matrix, or None when the tensor cores
+    cannot read it: not a 128/64/32-byte swizzle of 16-byte vectors, a row
+    narrower than its atom, or MN-major with other than 16-bit elements."""
+    if elem not in PTX_TYPES:
+        return None
+    sw = layout.per_phase * layout.max_phase == 8 and layout.vec * elem.bytes == 16
+    if not sw or 16 * layout.max_phase not in SWIZZLE_MODES:
+        return None
+    desc = Descriptor(layout, tuple(shape[-2:]), elem.bytes, is_a)
+    if desc.fast_size % desc.atom:
+        return None
+    return desc
+
+
+def warpgroup_dot_fits(ctx: Ctx, op: ir.Dot) -> bool:
+    """True when ``op`` runs here (module docstring): the target has the
+    instructions, the accumulator is ``Mma((num_warps, 1))`` over whole
+    warpgroups, and ``b`` is a deferred read of a matrix a descriptor
+    describes (``a`` too, or ``a`` in registers)."""
+    layout = op.result.type.layout
+    if not ctx.target.group_matrix_instructions or not isinstance(layout, Mma):
+        return False
+    if layout.wpc != (ctx.num_warps, 1) or ctx.num_warps % WARPS_PER_GROUP:
+        return False
+    (m, k), n = op.a.type.shape, op.b.type.shape[1]
+    if m % (TILE_M * ctx.num_warps) or n % TILE_N or k % GROUP_K or elem_type(op.a.type) not in PTX_TYPES:
+        return False
+    b_reader = ctx.deferred.get(op.b)
+    return b_reader is not None and _reader_descriptor(b_reader, is_a=False) is not None
+
+
+def _reader_descriptor(reader, is_a: bool) -> Optional[Descriptor]:
+    return descriptor_for(reader.layout, reader.shape, reader.elem, is_a)
+
+
+def lower_warpgroup_dot(ctx: Ctx, op: ir.Dot, step_words) -> None:
+    """``acc + a @ b`` on ``wgmma`` (module docstring).  When no descriptor
+    reads ``a``, ``step_words(ctx, a, elem)(ks)`` gives its registers per row
+    tile (``mma._step_words``)."""
+    b = ctx.b
+    elem = elem_type(op.a.type)
+    (m, k), n = op.a.type.shape, op.b.type.shape[1]
+    a_reader = ctx.deferred.get(op.a)
+    a_desc = _reader_descriptor(a_reader, is_a=True) if a_reader is not None else None
+    if a_desc is not None:
+        ctx.deferred.pop(op.a)
+    b_reader = ctx.deferred.pop(op.b)
+    b_desc = _reader_descriptor(b_reader, is_a=False)
+    reps_m, reps_n = mma_grid(op.result.type.layout, op.result.type.shape)
+    group = b.lshr(ctx.warp, I32(exact_log2(WARPS_PER_GROUP)))
+    # warpgroup g's rows start at 64 g (then every 16 * num_warps)
+    b_base = _descriptor_base(ctx, b_reader.base, b_desc, None)
+    a_base = _descriptor_base(ctx, a_reader.base, a_desc, group) if a_desc is not None else None
+    acc = list(ctx[op.acc])
+    a_regs = None if a_desc is not None else step_words(ctx, op.a, elem)
+    _fence(ctx)
+    for ks in range(k // GROUP_K):
+        a_step = a_regs(ks) if a_regs is not None else None
+        for rm in range(reps_m):
+            row0 = rm * TILE_M * ctx.num_warps
+            for n0, width in _n_chunks(n):
+                b_d = _add(ctx, b_base, b_desc.offset(n0, ks * GROUP_K))
+                first = (rm * reps_n + n0 // TILE_N) * 4
+                count = width // TILE_N * 4
+                if a_desc is not None:
+                    a_op = [_add(ctx, a_base, a_desc.offset(row0, ks * GROUP_K))]
+                else:
+                    a_op = a_step[rm]
+                acc[first:first + count] = _issue(ctx, elem, width, a_desc, b_desc, a_op, b_d,
+                                                  acc[first:first + count])
+    _commit(ctx)
+    ctx.bind(op.results, [_wait(ctx, acc, 0)])
+
+
+def _n_chunks(n: int) -> list[tuple[int, int]]:
+    """``(start, width)`` of each instruction's columns: 256 wide, the rest last."""
+    return [(n0, min(MAX_N, n - n0)) for n0 in range(0, n, MAX_N)]
+
+
+def _descriptor_base(ctx: Ctx, base, desc: Descriptor, group) -> llir.Value:
+    """The descriptor of the matrix at ``base`` (plus warpgroup ``group``'s
+    64-row offset for ``a``) as an i64: start address and constant fields."""
+    b = ctx.b
+    address = b.ptrtoint(base, I32)
+    if group is not None:
+        address = b.add(address, b.mul(group, I32(desc.offset(GROUP_M, 0))))
+    start = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
+    return b.or_(start, I64(desc.bits()))
+
+
+def _add(ctx: Ctx, desc, offset: int):
+    """``desc`` moved ``offset`` bytes on (the start address field, which never carries)."""
+    return ctx.b.add(desc, I64(offset >> 4)) if offset else desc
+
+
+def _issue(ctx: Ctx, elem: ScalarType, n: int, a_desc: Optional[Descriptor], b_desc: Descriptor,
+           a_op: list, b_d, acc: list) -> list:
+    fn = _wgmma_asm(PTX_TYPES[elem], n, a_desc is None, a_desc is not None and a_desc.transposed,
+                    b_desc.transposed)
+    out = ctx.b.call(fn, a_op + [b_d] + acc)
+    return [ctx.b.extract_value(out, i) for i in range(len(acc))]
+
+
+@functools.cache
+def _wgmma_asm(ptx_type: str, n: int, a_in_registers: bool, trans_a: bool, trans_b: bool) -> llir.InlineAsm:
+    """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type}.{type}`` with
+    ``n / 2`` f32 accumulators in and out (tied), accumulating (scale-d 1)."""
+    count = n // 2
+    outs = ", ".join(f"${i}" for i in range(count))
+    if a_in_registers:
+        a_text, a_types, a_cons = "{" + ", ".join(f"${count + i}" for i in range(4)) + "}", [I32] * 4, ["r"] * 4
+        scales = "p, 1, 1, " + str(int(trans_b))
+    else:
+        a_text, a_types, a_cons = f"${count}", [I64], ["l"]
+        scales = f"p, 1, 1, {int(trans_a)}, {int(trans_b)}"
+    b_at = count + len(a_types)
+    text = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
+            f"{{{outs}}}, {a_text}, ${b_at}, {scales}; }}")
+    f32 = llir.FloatType()
+    constraints = ",".join(["=f"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
+    ftype = llir.FunctionType(llir.LiteralStructType([f32] * count), a_types + [I64] + [f32] * count)
+    return llir.InlineAsm(ftype, text, constraints, side_effect=True)
+
+
+def _fence(ctx: Ctx) -> None:
+    _void_asm(ctx, "wgmma.fence.sync.aligned;")
+
+
+def _commit(ctx: Ctx) -> None:
+    _void_asm(ctx, "wgmma.commit_group.sync.aligned;")
+
+
+def _void_asm(ctx: Ctx, text: str) -> None:
+    ctx.b.call(llir.InlineAsm(llir.FunctionType(llir.VoidType(), []), text, "~{memory}", side_effect=True), [])
+
+
+def _wait(ctx: Ctx, acc: list, pending: int) -> list:
+    """``wgmma.wait_group pending``, every accumulator register through it."""
+    fn = _wait_asm(len(acc), pending)
+    out = ctx.b.call(fn, acc)
+    return [ctx.b.extract_value(out, i) for i in range(len(acc))]
+
+
+@functools.cache
+def _wait_asm(count: int, pending: int) -> llir.InlineAsm:
+    f32 = llir.FloatType()
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["~{memory}"])
+    ftype = llir.FunctionType(llir.LiteralStructType([f32] * count), [f32] * count)
+    return llir.InlineAsm(ftype, f"wgmma.wait_group.sync.aligned {pending};", constraints, side_effect=True)
