@@ -7,7 +7,8 @@ checked without a GPU.
   address bits) is where ``swizzled_offset`` -- the codegen's own LLVM IR,
   compiled for this host -- put it.
 * The tutorial matmul compiled for ``sm_90a`` is ``wgmma`` from shared
-  memory with the transpose bits its operands' storage asks for, and
+  memory with the transpose bits its operands' storage asks for, its K
+  loop leaving one group of instructions running, and
   ``ptxas`` assembles it without spills; for plain ``sm_90`` it stays on
   ``mma.sync``.
 """
@@ -21,6 +22,8 @@ import pytest
 from codegen.test_mma_addresses import offset_function
 from kernels.matmul import matmul_kernel
 
+import tilec
+import tilec.language as tl
 from tilec.backends.nvidia import ptxas
 from tilec.backends.nvidia.wgmma import GROUP_K, GROUP_M, descriptor_for
 from tilec.ir.layouts_nvidia import swizzled_layout
@@ -91,9 +94,11 @@ def test_tutorial_matmul_runs_on_wgmma_for_sm_90a(a_strides, b_strides, bits):
     # 128 rows over one warpgroup of 4 warps: two 64-row instructions per 16 of k=64
     assert len(instructions) == 2 * 4
     assert all(line.rstrip(";} \t").endswith(bits) for line in instructions), instructions[0]
-    for needed in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
-                   "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta", "cp.async.cg.shared.global"):
+    for needed in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "fence.proxy.async.shared::cta",
+                   "cp.async.cg.shared.global"):
         assert needed in ptx
+    # the K loop leaves one group running (dot_overlap.py), the epilogue waits for all
+    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1 and ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
     assert "mma.sync" not in ptx and "ldmatrix" not in ptx
     if ptxas.find_ptxas() is None:
         pytest.skip("no ptxas to assemble the PTX")
@@ -109,3 +114,28 @@ def test_two_warpgroups_split_the_rows_and_wide_tiles_use_n256():
 def test_plain_sm_90_stays_on_mma_sync():
     ptx = _matmul_ptx("sm_90")
     assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx
+
+
+
+@tilec.jit
+def k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, RESCALE: tl.constexpr):
+    offs_m, offs_n, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :])
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * BN + offs_n[None, :])
+        if RESCALE:
+            acc = acc * 0.5
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@pytest.mark.parametrize("rescale", [False, True])
+def test_only_a_dot_feeding_just_the_next_iteration_is_left_running(rescale):
+    """``acc = tl.dot(a, b, acc)`` keeps one group in flight; ``acc * 0.5``
+    before it reads the accumulator in the loop, so each dot waits for itself."""
+    a, b, c = np.empty((128, 1024), np.float16), np.empty((1024, 128), np.float16), np.empty((128, 128), np.float32)
+    ptx = k_loop.compile(a, b, c, 1024, BM=128, BN=128, BK=64, RESCALE=rescale, num_warps=4, num_stages=3,
+                         target="sm_90a").asm["ptx"]
+    assert "wgmma.mma_async" in ptx
+    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == (not rescale)

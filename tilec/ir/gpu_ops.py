@@ -17,8 +17,13 @@ still in flight (for this thread's copies: a ``barrier`` after it makes
 every thread's copies visible).  The interpreter copies at once, which is
 one valid execution.
 
-None is ``PURE``: they read or write memory, so they are never merged,
-moved or deleted.
+``dot_wait {pending = N}`` is a ``dot``'s result once at most ``N`` groups
+of the asynchronous matrix instructions this thread issued still run
+(Hopper's ``wgmma``): a ``dot`` whose one user is a ``dot_wait`` may leave
+its instructions running past it.  The interpreter's dots are done at once.
+
+None is ``PURE``: they read or write memory, or order what does, so they are
+never merged, moved or deleted.
 """
 from __future__ import annotations
 
@@ -122,4 +127,24 @@ class LocalLoad(Op):
         _check_buffer_slot(self, self.buf, self.slot)
 
 
-__all__ = ["LocalAlloc", "AsyncCopy", "AsyncCommit", "AsyncWait", "LocalLoad"]
+__all__ = ["LocalAlloc", "AsyncCopy", "AsyncCommit", "AsyncWait", "LocalLoad", "DotWait"]
+
+
+@dataclass(eq=False, kw_only=True)
+class DotWait(Op):
+    """``value`` (a ``dot``'s accumulator, or a loop's result carrying one)
+    once at most ``pending`` groups of this thread's asynchronous matrix
+    instructions are still in flight (the module docstring)."""
+
+    NAME = "dot_wait"
+    PURE = False
+    value: Value = operand()
+    pending: int = attr()
+
+    def infer_types(self):
+        return [self.value.type]
+
+    def verify(self):
+        _require(self, isinstance(self.pending, int) and self.pending >= 0,
+                 f"pending must be a non-negative int, got {self.pending!r}")
+        _require(self, isinstance(self.value.type, TileType), f"waits for a tile, got {self.value.type}")

@@ -56,6 +56,12 @@ def _local_load(op, frame):
     frame.bind(op.results, [buffers[rows, slots]])
 
 
+@runs(gpu.DotWait)
+def _dot_already_done(op, frame):
+    """A ``dot`` computed at once: its value is ready."""
+    frame.bind(op.results, [frame[op.value]])
+
+
 @runs(gpu.AsyncCommit, gpu.AsyncWait)
 def _copies_already_done(op, frame):
     """``async_copy`` copied at once: there is never a copy in flight."""

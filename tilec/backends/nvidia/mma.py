@@ -37,7 +37,7 @@ from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, layout_coordin
 from tilec.codegen_llvm.memory import _from_memory, _to_memory
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
 from tilec.codegen_llvm.shuffle import convert_layout, moves_between_threads
-from tilec.backends.nvidia.wgmma import lower_warpgroup_dot, warpgroup_dot_fits
+from tilec.backends.nvidia.wgmma import lower_dot_wait, lower_warpgroup_dot, warpgroup_dot_fits
 
 RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the NVIDIA backend's for the given op classes.")
 
@@ -82,6 +82,9 @@ def _dot(ctx: Ctx, op: ir.Dot) -> None:
         lower_mma_dot(ctx, op)
     else:
         fma_dot(ctx, op)
+
+
+lowers(ir.DotWait)(lower_dot_wait)
 
 
 def lower_mma_dot(ctx: Ctx, op: ir.Dot) -> None:

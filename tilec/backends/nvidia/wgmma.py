@@ -30,7 +30,8 @@ from one atom to the next and the stride offset 8 rows along ``k``.
 
 *Ordering.*  ``wgmma.fence`` before the first instruction (the accumulator
 registers were written by ordinary instructions), ``commit_group``, then
-``wait_group 0`` before the result is used.  The wait is inline assembly
+``wait_group 0`` before the result is used -- or, for a dot whose one user
+is a ``dot_wait`` (``dot_overlap.py``), that op's ``wait_group pending``.  The wait is inline assembly
 that takes every accumulator register and gives it back (tied operands),
 so LLVM cannot move a use of the result above it.  The shared memory was
 written by ``cp.async`` (the generic proxy) and is read by the tensor cores
@@ -186,7 +187,14 @@ def lower_warpgroup_dot(ctx: Ctx, op: ir.Dot, step_words) -> None:
                 acc[first:first + count] = _issue(ctx, elem, width, a_desc, b_desc, a_op, b_d,
                                                   acc[first:first + count])
     _commit(ctx)
-    ctx.bind(op.results, [_wait(ctx, acc, 0)])
+    users = ctx.users.get(op.result, [])
+    left_running = len(users) == 1 and isinstance(users[0][0], ir.DotWait)
+    ctx.bind(op.results, [acc if left_running else _wait(ctx, acc, 0)])
+
+
+def lower_dot_wait(ctx: Ctx, op: ir.DotWait) -> None:
+    """``wgmma.wait_group`` with the accumulator's registers tied through it."""
+    ctx.bind(op.results, [_wait(ctx, list(ctx[op.value]), op.pending)])
 
 
 def _n_chunks(n: int) -> list[tuple[int, int]]:
