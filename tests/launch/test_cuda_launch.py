@@ -165,9 +165,13 @@ def test_shared_memory_past_48_kb(torch):
 
 
 def test_compile_targets_this_device(torch):
+    """The device's arch, in its arch-specific variant where it has one (sm_90a: wgmma)."""
+    from tilec.backends.nvidia.target import ARCH_SPECIFIC
+
     major, minor = torch.cuda.get_device_capability()
     x = torch.zeros(16, device="cuda")
-    assert fresh(add_kernel).compile(x, x, x, 16).target == f"sm_{major}{minor}"
+    arch = f"sm_{major}{minor}"
+    assert fresh(add_kernel).compile(x, x, x, 16).target == ARCH_SPECIFIC.get(arch, arch)
 
 
 def test_host_and_device_arrays_mixed(torch):
