@@ -102,7 +102,7 @@ func @k(%a: ptr<f16>, %n: i32) {
 
 
 def stages(n: int):
-    return lambda fn: pipeline_loops(fn, n, SM_90)
+    return lambda fn: pipeline_loops(fn, n, SM_90, num_warps=4)
 
 
 def test_three_stages_copy_two_iterations_ahead_and_read_the_oldest_slot():
@@ -112,7 +112,7 @@ def test_three_stages_copy_two_iterations_ahead_and_read_the_oldest_slot():
 
 def test_a_target_without_asynchronous_copies_keeps_its_loops():
     no_copies = dataclasses.replace(SM_90, async_copies=False)
-    assert apply_pass(lambda fn: pipeline_loops(fn, 3, no_copies), LOOP) == apply_pass(stages(1), LOOP)
+    assert apply_pass(lambda fn: pipeline_loops(fn, 3, no_copies, num_warps=4), LOOP) == apply_pass(stages(1), LOOP)
 
 
 def test_two_stages_wait_for_every_copy_and_four_keep_two_in_flight():
@@ -190,7 +190,7 @@ def check_pipelined(fn, num_stages: int, grid, args: dict, out: str, want: np.nd
     """Pipelining ``fn`` over ``num_stages`` changes no bit of ``out``, which is ``want``."""
     before = run(fn, grid, args, out)
     np.testing.assert_allclose(before.astype(np.float32), want, rtol=2e-2, atol=2e-2)
-    piped = pipeline_loops(fn, num_stages, SM_90)
+    piped = pipeline_loops(fn, num_stages, SM_90, num_warps=4)
     text = print_function(piped)
     assert ("async_copy" in text) == pipelined, text
     np.testing.assert_array_equal(run(piped, grid, args, out), before)
@@ -305,7 +305,7 @@ def test_copies_keep_the_axis_facts_of_the_loads_they_replace(num_stages):
                  ACTIVATION="")
     facts = analyze_axes(fn)
     want = [(facts[op.mask], facts[op.ptr]) for op in ir.walk(fn.body) if isinstance(op, ir.Load) and op.mask]
-    piped = pipeline_loops(fn, num_stages, SM_90)
+    piped = pipeline_loops(fn, num_stages, SM_90, num_warps=4)
     facts = analyze_axes(piped)
     got = [(facts[op.mask], facts[op.ptr]) for op in ir.walk(piped.body) if isinstance(op, ir.AsyncCopy)]
     assert got == want * num_stages  # S-1 copies of each in the prologue, one in the loop

@@ -100,7 +100,7 @@ def test_a_use_in_a_nested_loop_extends_to_the_outermost_loop_without_the_alloc(
 
 @pytest.mark.parametrize("num_stages", (2, 3, 4))
 def test_a_pipelined_loops_buffers_are_live_together_through_the_loop(num_stages):
-    fn = pipeline_loops(parse_function(LOOP), num_stages, nvptx_target("sm_90"))
+    fn = pipeline_loops(parse_function(LOOP), num_stages, nvptx_target("sm_90"), num_warps=4)
     plan = plan_shared(fn)
     (buf,) = plan.offsets
     assert plan.offsets[buf] == 0 and plan.size == num_stages * 16 * 16 * 2

@@ -64,26 +64,30 @@ from __future__ import annotations
 
 import math
 from collections import ChainMap
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Optional
 
 from tilec import ir
 from tilec.ir.builder import Builder
 from tilec.ir.core import Block, Function, Op, Value, clone_op
-from tilec.ir.layouts import Blocked
+from tilec.ir.layouts import Blocked, Shared
 from tilec.ir.layouts_nvidia import DotOperand, swizzled_layout
 from tilec.ir.types import TileType, i1, i32, with_elem
 from tilec.opt.rewrite import NOT_CONSTANT, constant_value, rebuild
 from tilec.targets.base import Target
+from tilec.backends.nvidia.dot_overlap import overlapped_dot
 
 
 class NotPipelinable(Exception):
     """Why a loop is left as it is (the module docstring lists the reasons)."""
 
 
-def pipeline_loops(fn: Function, num_stages: int, target: Target) -> Function:
+def pipeline_loops(fn: Function, num_stages: int, target: Target, num_warps: int) -> Function:
     """``fn`` with every loop that qualifies pipelined over ``num_stages``
-    stages (``num_stages < 2``, or a target without asynchronous copies: unchanged)."""
+    stages (``num_stages < 2``, or a target without asynchronous copies:
+    unchanged); a dot on ``target``'s warpgroup instructions with
+    ``num_warps`` warps may be left running (``dot_overlap.py``)."""
     if num_stages < 2 or not target.async_copies:
         return fn
     users = _users(fn.body)
@@ -95,7 +99,8 @@ def pipeline_loops(fn: Function, num_stages: int, target: Target) -> Function:
             stages = analyze_loop(op, users)
         except NotPipelinable:
             return None
-        return _Pipeliner(stages, num_stages, vmap).emit()
+        overlap = overlapped_dot(op, partial(_operand_buffer_layout, stages), num_warps, target)
+        return _Pipeliner(stages, num_stages, vmap, overlap).emit()
 
     return rebuild(fn, rewrite)
 
@@ -242,8 +247,10 @@ class _Pipeliner:
     """Emits the pipelined form of one loop (module docstring) into the
     enclosing block (``self.out``), reading outer values through ``vmap``."""
 
-    def __init__(self, stages: LoopStages, num_stages: int, vmap: dict):
-        self.s, self.n, self.vmap = stages, num_stages, vmap
+    def __init__(self, stages: LoopStages, num_stages: int, vmap: dict, overlap: Optional[tuple[int, ir.Dot]]):
+        self.s, self.n, self.vmap, self.overlap = stages, num_stages, vmap, overlap
+        # a dot left running still reads the slot of the iteration before: one more slot
+        self.slots = num_stages + (overlap is not None)
         loop = stages.loop
         self.out = Builder(Block(), loop.loc)
         self.consts: dict[tuple, Value] = {}
@@ -273,18 +280,20 @@ class _Pipeliner:
         out.create(ir.AsyncWait, pending=0)
         out.create(ir.Barrier)
         self.vmap.update(zip(loop.results, new_loop.results))
+        if self.overlap is not None:
+            place = self.overlap[0]
+            result = loop.results[place]
+            done = out.value(ir.DotWait, name=result.name, value=new_loop.results[place], pending=0)
+            self.vmap[result] = done
         return out.block.ops
 
     def alloc(self, load: ir.Load) -> Value:
-        """A buffer of ``num_stages`` slots for ``load``'s tile, swizzled along
-        the dim its blocked layout holds contiguous (row-major without one)."""
+        """A buffer of ``slots`` slots for ``load``'s tile (``buffer_layout``)."""
         t = load.ptr.type
-        order = t.layout.order if isinstance(t.layout, Blocked) else tuple(reversed(range(len(t.shape))))
-        shape = (self.n,) + t.shape
-        elem = t.elem.elem
-        layout = swizzled_layout(shape, tuple(d + 1 for d in order) + (0,), elem.bytes)
+        shape = (self.slots,) + t.shape
         name = f"{load.result.name}_smem" if load.result.name else None
-        return self.out.value(ir.LocalAlloc, name=name, shape=shape, elem=elem, layout=layout)
+        return self.out.value(ir.LocalAlloc, name=name, shape=shape, elem=t.elem.elem,
+                              layout=buffer_layout(load, self.slots))
 
     def stage0(self, b: Builder, iv: Value, carried: list[Value], slot: Value) -> list[Value]:
         """Stage 0 at ``iv`` on ``carried`` values, appended to ``b``: its ops,
@@ -327,7 +336,10 @@ class _Pipeliner:
         b.create(ir.Barrier)
         vmap = ChainMap(dict(zip(loop.body.args, [iv] + args)), self.vmap)
         self.local_loads(b, vmap, read)
-        new.body.ops.extend(clone_op(op, vmap) for op in self.s.last)
+        for op in self.s.last:
+            new.body.ops.append(clone_op(op, vmap))
+            if self.overlap is not None and op is self.overlap[1]:
+                vmap[op.result] = b.value(ir.DotWait, name=op.result.name, value=vmap[op.result], pending=1)
         ahead_values = self.stage0(b, b.value(ir.Add, lhs=iv, rhs=ahead), args, write)
         late = [vmap.get(v, v) for v in loop.body.terminator.values]
         values = [ahead_values[k] if k in self.s.carried0 else late[k] for k in range(len(args))]
@@ -337,7 +349,7 @@ class _Pipeliner:
         return new
 
     def slot_consts(self) -> tuple[Value, Value, Value]:
-        return self.const(0), self.const(1), self.const(self.n)
+        return self.const(0), self.const(1), self.const(self.slots)
 
     def local_loads(self, b: Builder, vmap, slot: Value) -> None:
         """Each candidate's converts become reads of ``slot`` in their layouts."""
@@ -348,6 +360,23 @@ class _Pipeliner:
                     x = b.value(ir.LocalLoad, name=conv.result.name, buf=self.bufs[load], slot=slot)
                 x.type = TileType(t.shape, t.elem, conv.layout)
                 vmap[conv.result] = x
+
+
+def buffer_layout(load: ir.Load, slots: int) -> Shared:
+    """The layout of ``load``'s buffer of ``slots`` slots: swizzled along the
+    dim its blocked layout holds contiguous (row-major without one)."""
+    t = load.ptr.type
+    order = t.layout.order if isinstance(t.layout, Blocked) else tuple(reversed(range(len(t.shape))))
+    return swizzled_layout((slots,) + t.shape, tuple(d + 1 for d in order) + (0,), t.elem.elem.bytes)
+
+
+def _operand_buffer_layout(stages: LoopStages, v: Value) -> Optional[Shared]:
+    """The layout of the buffer a dot operand ``v`` will be read from (a
+    candidate's convert), or None."""
+    for load, converts in stages.converts.items():
+        if any(c.result is v for c in converts):
+            return buffer_layout(load, 2)
+    return None
 
 
 def next_slot(b: Builder, slot: Value, zero: Value, one: Value, slots: Value) -> Value:

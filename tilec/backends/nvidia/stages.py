@@ -51,13 +51,12 @@ class Build:
 def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (coalesced global accesses, tensor
     cores for dots), its dot-feeding loop loads software-pipelined over
-    ``num_stages`` shared-memory slots, warpgroup dots left running across
-    iterations.  The passes run through the
+    ``num_stages`` shared-memory slots (warpgroup dots left running across
+    iterations).  The passes run through the
     ``PassManager``, bound to the build's options and target: ``TILEC_DUMP=ir``
     shows the IR after each, and under ``TILEC_CHECK=1`` each is verified and
     the result survives its text form (as in ``optimize``)."""
     from tilec.backends.nvidia.layouts import assign_layouts
-    from tilec.backends.nvidia.dot_overlap import overlap_warpgroup_dots
     from tilec.backends.nvidia.pipeline import pipeline_loops
     from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
 
@@ -69,8 +68,7 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
         # loops, an arange made again in one layout) is converted once
         hoist_loop_invariants,
         eliminate_common_subexpressions,
-        partial(pipeline_loops, num_stages=options.num_stages, target=build.target),
-        partial(overlap_warpgroup_dots, num_warps=options.num_warps, target=build.target),
+        partial(pipeline_loops, num_stages=options.num_stages, target=build.target, num_warps=options.num_warps),
     ]
     lowered = PassManager(passes, verify=check_enabled()).run(fn)
     check_ir(lowered)
