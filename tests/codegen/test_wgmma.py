@@ -135,7 +135,14 @@ def test_only_a_dot_feeding_just_the_next_iteration_is_left_running(rescale):
     """``acc = tl.dot(a, b, acc)`` keeps one group in flight; ``acc * 0.5``
     before it reads the accumulator in the loop, so each dot waits for itself."""
     a, b, c = np.empty((128, 1024), np.float16), np.empty((1024, 128), np.float16), np.empty((128, 128), np.float32)
-    ptx = k_loop.compile(a, b, c, 1024, BM=128, BN=128, BK=64, RESCALE=rescale, num_warps=4, num_stages=3,
-                         target="sm_90a").asm["ptx"]
+    compiled = k_loop.compile(a, b, c, 1024, BM=128, BN=128, BK=64, RESCALE=rescale, num_warps=4, num_stages=3,
+                              target="sm_90a")
+    ptx, tir = compiled.asm["ptx"], compiled.asm["tir-gpu"]
     assert "wgmma.mma_async" in ptx
     assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == (not rescale)
+    # a dot left running still reads the previous iteration's slot: one slot more than
+    # stages, so the copies go two slots back and one barrier per iteration does
+    slots = 3 + (not rescale)
+    assert tir.count(f"local_alloc {{shape = ({slots}, ") == 2
+    loop_body = tir.split("for ", 1)[1].split("\n  }", 1)[0]
+    assert loop_body.count("barrier") == 1
