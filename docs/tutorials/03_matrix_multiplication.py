@@ -105,7 +105,7 @@ def matmul(a, b, activation="", **config):
 # The configuration the GPU check and "what tilec does" use: a 128x256 tile of
 # c per program, k 64 at a time, 8 warps, 3 pipeline stages (one of
 # benchmarks/matmul.py's CONFIGS).
-GPU_CONFIG = dict(block_m=128, block_n=256, block_k=64, group_size_m=8, num_warps=8, num_stages=3)
+GPU_CONFIG = dict(block_m=256, block_n=128, block_k=64, group_size_m=8, num_warps=8, num_stages=3)
 
 
 def reference(a, b, activation: str) -> np.ndarray:
@@ -153,9 +153,9 @@ def what_tilec_does(tut) -> None:
         BLOCK_SIZE_N=config["block_n"], BLOCK_SIZE_K=config["block_k"], GROUP_SIZE_M=config["group_size_m"],
         ACTIVATION="", num_warps=config["num_warps"], num_stages=config["num_stages"], target=tut.TARGET)
     tut.show_compiled(compiled, ("local_alloc", "async_copy", "async_commit", "async_wait", "local_load", "dot",
-                                 "cast", "convert_layout", "store"),
-                      ("cp.async", "ldmatrix", "mma", "bar.sync", "ld.global", "st.global", "st.shared",
-                       "ld.shared"), most=24)
+                                 "dot_wait", "cast", "convert_layout", "store"),
+                      ("cp.async", "ldmatrix", "mma", "wgmma", "fence.proxy", "bar.sync", "ld.global", "st.global",
+                       "st.shared", "ld.shared"), most=24)
 
 
 def benchmark(tut, out: Path) -> None:

@@ -215,7 +215,7 @@ def what_tilec_does(tut) -> None:
                                  num_warps=GPU_CONFIG["num_warps"], num_stages=GPU_CONFIG["num_stages"],
                                  target=tut.TARGET)
     tut.show_compiled(compiled, ("for", "dot", "convert_layout", "reduce", "cast", "local_alloc", "async_copy"),
-                      ("mma", "ldmatrix", "cp.async", "ex2", "shfl", "bar.sync", "st.shared", "ld.shared",
+                      ("mma", "wgmma", "ldmatrix", "cp.async", "ex2", "shfl", "bar.sync", "st.shared", "ld.shared",
                        "ld.global", "st.global"), most=60)
 
 

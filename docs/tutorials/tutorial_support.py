@@ -11,7 +11,7 @@ import collections
 import re
 from pathlib import Path
 
-TARGET = "sm_90"  # what the "what tilec does" sections compile for: an H100, with or without one here
+TARGET = "sm_90a"  # what the "what tilec does" sections compile for: an H100 (its arch-specific sm_90a), with or without one here
 
 
 # --- the flow every script follows ----------------------------------------------------

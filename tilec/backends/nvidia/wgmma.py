@@ -239,9 +239,9 @@ def _wgmma_asm(ptx_type: str, n: int, a_in_registers: bool, trans_a: bool, trans
         a_text, a_types, a_cons = f"${count}", [I64], ["l"]
         scales = f"p, 1, 1, {int(trans_a)}, {int(trans_b)}"
     b_at = count + len(a_types)
-    text = ("{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+    text = ("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
             f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
-            f"{{{outs}}}, {a_text}, ${b_at}, {scales}; }}")
+            f"{{{outs}}}, {a_text}, ${b_at}, {scales};\n\t}}")
     f32 = llir.FloatType()
     constraints = ",".join(["=f"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
     ftype = llir.FunctionType(llir.LiteralStructType([f32] * count), a_types + [I64] + [f32] * count)
