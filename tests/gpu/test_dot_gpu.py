@@ -1,7 +1,8 @@
 """The matmul tutorial kernel on a GPU through torch tensors, at sizes and
 tiles the host interpreter cannot afford: 512^3 and ragged 1000 x 777 x 333,
 fp16 and bf16 inputs, with and without the fused leaky_relu, tiles of 64 to
-256 by 32 or 64, 4 or 8 warps, 1 to 4 stages.
+256 by 32 or 64, 4 or 8 warps, 1 to 4 stages; operands stored the other way
+round; and hypothesis-drawn tiles, ragged sizes, storage and dtypes.
 
 Each output starts as NaN (an element left unwritten fails) and is checked
 element by element against a float64 reference within the precision's bound
@@ -14,9 +15,11 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tilec
-from helpers import assert_close
+from helpers import PROPERTY, assert_close
 from kernels.matmul import launch_matmul, matmul_kernel
 from test_language_dot import dot_tolerance, leaky_relu_reference, matmul_config
 
@@ -89,3 +92,38 @@ def test_matmul_of_transposed_operands_on_the_gpu(torch, request, storage, confi
     a64, b64 = a.double(), b.double()
     want, magnitude = (a64 @ b64).cpu().numpy(), (a64.abs() @ b64.abs()).cpu().numpy()
     assert_close(c.cpu().numpy(), want, "float16", **dot_tolerance("float16", None, "float16", magnitude, K + 1))
+
+
+@st.composite
+def gpu_matmuls(draw):
+    """A tile configuration (warpgroup-sized or not), ragged sizes, an
+    operand storage and a dtype: on an H100 most land on wgmma (whole
+    warpgroups, M a multiple of 16 x warps), the rest on mma.sync."""
+    warps = draw(st.sampled_from([4, 8]))
+    bm = draw(st.sampled_from([64, 128, 256]))
+    bn = draw(st.sampled_from([16, 32, 64, 128, 256]))
+    bk = draw(st.sampled_from([16, 32, 64]))
+    stages = draw(st.integers(1, 4))
+    sizes = tuple(draw(st.integers(1, 3 * b)) for b in (bm, bn, bk))
+    return (bm, bn, bk, 4, warps, stages), sizes, draw(st.sampled_from(STORAGE + ["rows"])), \
+        draw(st.sampled_from(DTYPES))
+
+
+@settings(PROPERTY, max_examples=40)
+@given(case=gpu_matmuls())
+def test_matmul_of_drawn_tiles_sizes_and_storage_on_the_gpu(torch, case):
+    config, (M, N, K), storage, dtype = case
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(repr(case).encode()))
+    a = torch.randn((M, K), device="cuda", generator=gen).to(getattr(torch, dtype))
+    b = torch.randn((K, N), device="cuda", generator=gen).to(getattr(torch, dtype))
+    a_in = a.t().contiguous().t() if storage in ("a_along_m", "both") else a
+    b_in = b.t().contiguous().t() if storage in ("b_along_k", "both") else b
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    try:
+        launch_matmul(matmul_kernel, a_in, b_in, c, "", **matmul_config(config))
+    except tilec.OutOfResources:
+        return  # a tile past the GPU's shared memory or registers: nothing to check
+    torch.cuda.synchronize()
+    a64, b64 = a.double(), b.double()
+    want, magnitude = (a64 @ b64).cpu().numpy(), (a64.abs() @ b64.abs()).cpu().numpy()
+    assert_close(c.cpu().numpy(), want, "float16", **dot_tolerance(dtype, None, "float16", magnitude, K + 1))
