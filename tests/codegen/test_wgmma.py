@@ -25,9 +25,9 @@ from kernels.matmul import matmul_kernel
 import tilec
 import tilec.language as tl
 from tilec.backends.nvidia import ptxas
-from tilec.backends.nvidia.wgmma import GROUP_K, GROUP_M, descriptor_for
+from tilec.backends.nvidia.wgmma import GROUP_M, descriptor_for, group_k
 from tilec.ir.layouts_nvidia import swizzled_layout
-from tilec.ir.types import bf16, f16
+from tilec.ir.types import bf16, f16, i8
 
 
 def hardware_offset(desc, start: int, outer: int, k: int) -> int:
@@ -49,8 +49,9 @@ def hardware_offset(desc, start: int, outer: int, k: int) -> int:
     return address ^ (((address >> 7) & ((1 << width) - 1)) << 4)
 
 
-CASES = [(elem, is_a, outer, k, along_k) for elem in (f16, bf16) for is_a in (True, False)
-         for outer in (64, 128, 256) for k in (16, 32, 64, 128) for along_k in (True, False)]
+CASES = [(elem, is_a, outer, k, along_k) for elem in (f16, bf16, i8) for is_a in (True, False)
+         for outer in (64, 128, 256) for k in (16, 32, 64, 128) for along_k in (True, False)
+         if k % group_k(elem) == 0]
 
 
 @pytest.mark.parametrize("elem,is_a,outer,k,along_k", CASES,
@@ -63,15 +64,16 @@ def test_descriptors_read_what_the_layouts_store(elem, is_a, outer, k, along_k):
     fast = k_dim if along_k else 1 - k_dim
     layout = swizzled_layout(shape, (fast, 1 - fast), elem.bytes)
     desc = descriptor_for(layout, shape, elem, is_a)
-    if desc is None:  # rows under 32 bytes: no swizzle mode describes them
-        assert shape[fast] * elem.bytes < 32
+    if desc is None:  # rows under 32 bytes: no swizzle mode describes them; 8-bit ones must run along k
+        assert shape[fast] * elem.bytes < 32 or (elem.bits == 8 and not along_k)
         return
+    kk_step = group_k(elem)
     stored = offset_function(layout, shape, elem.bytes)
     n = GROUP_M if is_a else outer
-    for outer0, k0 in ((0, 0), (outer - n, k - GROUP_K)):
+    for outer0, k0 in ((0, 0), (outer - n, k - kk_step)):
         start = desc.offset(outer0, k0)
         for o in range(n):
-            for kk in range(GROUP_K):
+            for kk in range(kk_step):
                 row_col = (outer0 + o, k0 + kk) if is_a else (k0 + kk, outer0 + o)
                 assert hardware_offset(desc, start, o, kk) == stored(*row_col), (o, kk)
 
@@ -146,3 +148,29 @@ def test_only_a_dot_feeding_just_the_next_iteration_is_left_running(rescale):
     assert tir.count(f"local_alloc {{shape = ({slots}, ") == 2
     loop_body = tir.split("for ", 1)[1].split("\n  }", 1)[0]
     assert loop_body.count("barrier") == 1
+
+
+@tilec.jit
+def int8_k_loop(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr):
+    offs_m, offs_n, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.int32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :])
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@pytest.mark.parametrize("b_along_k", [True, False])
+def test_int8_dots_run_on_wgmma_when_b_is_stored_along_k(b_along_k):
+    """8-bit operands have no transpose bits: ``b`` stored along ``n`` stays on ``mma.sync``."""
+    a, b, c = np.empty((128, 1024), np.int8), np.empty((1024, 128), np.int8), np.empty((128, 128), np.int32)
+    strides = (1, 1024) if b_along_k else (128, 1)
+    ptx = int8_k_loop.compile(a, b, c, 1024, *strides, BM=128, BN=128, BK=64, num_warps=4, num_stages=3,
+                              target="sm_90a").asm["ptx"]
+    on_wgmma = "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8" in ptx
+    assert on_wgmma == b_along_k
+    assert ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in ptx) == (not b_along_k)
+    if on_wgmma and ptxas.find_ptxas() is not None:
+        assert ptxas.assemble(ptx, "sm_90a").spill_stores == 0

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tilec
+import tilec.language as tl
 from helpers import PROPERTY, assert_close
 from kernels.matmul import launch_matmul, matmul_kernel
 from test_language_dot import dot_tolerance, leaky_relu_reference, matmul_config
@@ -127,3 +128,42 @@ def test_matmul_of_drawn_tiles_sizes_and_storage_on_the_gpu(torch, case):
     a64, b64 = a.double(), b.double()
     want, magnitude = (a64 @ b64).cpu().numpy(), (a64.abs() @ b64.abs()).cpu().numpy()
     assert_close(c.cpu().numpy(), want, "float16", **dot_tolerance(dtype, None, "float16", magnitude, K + 1))
+
+
+@tilec.jit
+def int8_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """``c = a @ b`` for int8 ``a`` and ``b`` of any strides, int32 accumulation, masked edges."""
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.int32)
+    for k in range(0, tl.cdiv(K, BK)):
+        kk = k * BK + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + kk[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0)
+        b = tl.load(b_ptr + kk[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@pytest.mark.parametrize("b_along_k", [True, False], ids=["b_along_k", "b_along_n"])
+@pytest.mark.parametrize("config", [(128, 128, 64, 4, 3), (128, 256, 128, 8, 3), (64, 64, 32, 4, 2)],
+                         ids=lambda c: "_".join(map(str, c)))
+def test_int8_matmul_is_exact_on_the_gpu(torch, request, b_along_k, config):
+    """Integer products and sums are exact: every element equals torch's int64 product
+    (wgmma's s8 form where ``b`` runs along k on an H100, mma.sync otherwise)."""
+    bm, bn, bk, warps, stages = config
+    M, N, K = 300, 260, 1000
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(request.node.callspec.id.encode()))
+    a = torch.randint(-128, 128, (M, K), device="cuda", generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (K, N), device="cuda", generator=gen, dtype=torch.int8)
+    b_in = b.t().contiguous().t() if b_along_k else b
+    c = torch.full((M, N), -1, device="cuda", dtype=torch.int32)
+    grid = (tilec.cdiv(M, bm), tilec.cdiv(N, bn))
+    int8_matmul_kernel[grid](a, b_in, c, M, N, K, *a.stride(), *b_in.stride(), BM=bm, BN=bn, BK=bk,
+                             num_warps=warps, num_stages=stages)
+    torch.cuda.synchronize()
+    want = (a.cpu().long() @ b.cpu().long()).numpy()
+    np.testing.assert_array_equal(c.cpu().numpy(), want)

@@ -21,8 +21,10 @@ MAX_VECTOR_BYTES = 16
 MMA_INSTRUCTIONS = tuple(MatrixInstruction(a, acc, 16, 8, k) for a, acc, k in (
     ("f16", "f32", 16), ("bf16", "f32", 16), ("f16", "f16", 16), ("f32", "f32", 8), ("i8", "i32", 32)))
 # wgmma.mma_async.m64nNk16 (sm_90a only: not in plain sm_90), a warpgroup of
-# four warps at once, operands from shared memory; N is any multiple of 8 up to 256.
-WGMMA_INSTRUCTIONS = tuple(MatrixInstruction(a, "f32", 64, 256, 16) for a in ("f16", "bf16"))
+# four warps at once, operands from shared memory; N is any multiple of 8 up to 256
+# (for int8, 8 to 32 then multiples of 16). int8 operands must be stored along k.
+WGMMA_INSTRUCTIONS = tuple(MatrixInstruction(a, acc, 64, 256, k) for a, acc, k in (
+    ("f16", "f32", 16), ("bf16", "f32", 16), ("i8", "i32", 32)))
 WGMMA_ARCHS = ("sm_90a",)
 # What a device of each arch runs best: its arch-specific variant.
 ARCH_SPECIFIC = {"sm_90": "sm_90a"}

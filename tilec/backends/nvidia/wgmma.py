@@ -1,7 +1,8 @@
 """``dot`` on Hopper's warpgroup instructions: ``wgmma.mma_async`` (sm_90a).
 
 Four consecutive warps (a *warpgroup*, starting at a warp index divisible
-by 4) issue one ``wgmma.mma_async.m64nNk16`` together: a 64 x N block of the
+by 4) issue one ``wgmma.mma_async.m64nNkK`` together (K = 16 for f16/bf16,
+32 for int8, always 32 bytes of operand): a 64 x N block of the
 accumulator, ``a`` and ``b`` read by the tensor cores straight from shared
 memory through 64-bit *matrix descriptors* (``a`` may come from registers
 instead).  The instruction runs asynchronously: ``wgmma.commit_group``
@@ -49,17 +50,29 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.ir.layouts import Shared, exact_log2
 from tilec.ir.layouts_nvidia import TILE_M, TILE_N, Mma, mma_grid
-from tilec.ir.types import ScalarType, bf16, elem_type, f16
+from tilec.ir.types import ScalarType, bf16, elem_type, f16, i8
 from tilec.codegen_llvm.kernel import I32, I64, Ctx
 
-# The instruction's rows, and its k for 16-bit operands.
-GROUP_M, GROUP_K = 64, 16
+# The instruction's rows; its k is 32 bytes of operand (16 halves, 32 int8s).
+GROUP_M, K_BYTES = 64, 32
 WARPS_PER_GROUP = 4
 # The widest n of one instruction.
 MAX_N = 256
 # The descriptor's swizzle-mode field by atom row bytes.
 SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
-PTX_TYPES = {f16: "f16", bf16: "bf16"}
+# Operand type -> the instruction's type suffix (accumulator first).
+PTX_TYPES = {f16: "f32.f16.f16", bf16: "f32.bf16.bf16", i8: "s32.s8.s8"}
+
+
+def group_k(elem: ScalarType) -> int:
+    """The ``k`` one instruction covers for operands of ``elem``."""
+    return K_BYTES // elem.bytes
+
+
+def n_fits(elem: ScalarType, n: int) -> bool:
+    """Whether ``n`` columns split into instruction widths: multiples of 8
+    for 16-bit operands; for 8-bit ones 8 to 32, then multiples of 16."""
+    return n % TILE_N == 0 and (elem.bits == 16 or all(w <= 32 or w % 16 == 0 for _, w in _n_chunks(n)))
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,8 @@ def descriptor_for(layout: Shared, shape: tuple, elem: ScalarType, is_a: bool) -
     narrower than its atom, or MN-major with other than 16-bit elements."""
     if elem not in PTX_TYPES:
         return None
+    if elem.bits != 16 and layout.order[0] - (layout.rank - 2) != (1 if is_a else 0):
+        return None  # only 16-bit operands have the transpose bits
     sw = layout.per_phase * layout.max_phase == 8 and layout.vec * elem.bytes == 16
     if not sw or 16 * layout.max_phase not in SWIZZLE_MODES:
         return None
@@ -141,7 +156,8 @@ def warpgroup_dot_fits(ctx: Ctx, op: ir.Dot) -> bool:
     if layout.wpc != (ctx.num_warps, 1) or ctx.num_warps % WARPS_PER_GROUP:
         return False
     (m, k), n = op.a.type.shape, op.b.type.shape[1]
-    if m % (TILE_M * ctx.num_warps) or n % TILE_N or k % GROUP_K or elem_type(op.a.type) not in PTX_TYPES:
+    elem = elem_type(op.a.type)
+    if elem not in PTX_TYPES or m % (TILE_M * ctx.num_warps) or k % group_k(elem) or not n_fits(elem, n):
         return False
     b_reader = ctx.deferred.get(op.b)
     return b_reader is not None and _reader_descriptor(b_reader, is_a=False) is not None
@@ -172,16 +188,17 @@ def lower_warpgroup_dot(ctx: Ctx, op: ir.Dot, step_words) -> None:
     acc = list(ctx[op.acc])
     a_regs = None if a_desc is not None else step_words(ctx, op.a, elem)
     _fence(ctx)
-    for ks in range(k // GROUP_K):
+    k_step = group_k(elem)
+    for ks in range(k // k_step):
         a_step = a_regs(ks) if a_regs is not None else None
         for rm in range(reps_m):
             row0 = rm * TILE_M * ctx.num_warps
             for n0, width in _n_chunks(n):
-                b_d = _add(ctx, b_base, b_desc.offset(n0, ks * GROUP_K))
+                b_d = _add(ctx, b_base, b_desc.offset(n0, ks * k_step))
                 first = (rm * reps_n + n0 // TILE_N) * 4
                 count = width // TILE_N * 4
                 if a_desc is not None:
-                    a_op = [_add(ctx, a_base, a_desc.offset(row0, ks * GROUP_K))]
+                    a_op = [_add(ctx, a_base, a_desc.offset(row0, ks * k_step))]
                 else:
                     a_op = a_step[rm]
                 acc[first:first + count] = _issue(ctx, elem, width, a_desc, b_desc, a_op, b_d,
@@ -227,25 +244,33 @@ def _issue(ctx: Ctx, elem: ScalarType, n: int, a_desc: Optional[Descriptor], b_d
 
 
 @functools.cache
-def _wgmma_asm(ptx_type: str, n: int, a_in_registers: bool, trans_a: bool, trans_b: bool) -> llir.InlineAsm:
-    """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type}.{type}`` with
-    ``n / 2`` f32 accumulators in and out (tied), accumulating (scale-d 1)."""
+def _wgmma_asm(types: str, n: int, a_in_registers: bool, trans_a: bool, trans_b: bool) -> llir.InlineAsm:
+    """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types}`` with ``n / 2``
+    accumulators in and out (tied), accumulating (scale-d 1); floating-point
+    forms also take the operand scales (1) and the transpose bits, which
+    integer forms do not have."""
     count = n // 2
+    k = group_k(next(e for e, t in PTX_TYPES.items() if t == types))
     outs = ", ".join(f"${i}" for i in range(count))
+    floating = types.startswith("f32")
     if a_in_registers:
         a_text, a_types, a_cons = "{" + ", ".join(f"${count + i}" for i in range(4)) + "}", [I32] * 4, ["r"] * 4
-        scales = "p, 1, 1, " + str(int(trans_b))
+        bits = f", 1, 1, {int(trans_b)}" if floating else ""
     else:
         a_text, a_types, a_cons = f"${count}", [I64], ["l"]
-        scales = f"p, 1, 1, {int(trans_a)}, {int(trans_b)}"
+        bits = f", 1, 1, {int(trans_a)}, {int(trans_b)}" if floating else ""
     b_at = count + len(a_types)
     text = ("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
-            f"{{{outs}}}, {a_text}, ${b_at}, {scales};\n\t}}")
-    f32 = llir.FloatType()
-    constraints = ",".join(["=f"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
-    ftype = llir.FunctionType(llir.LiteralStructType([f32] * count), a_types + [I64] + [f32] * count)
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types} {{{outs}}}, {a_text}, ${b_at}, p{bits};\n\t}}")
+    acc, reg = _accumulator(floating)
+    constraints = ",".join([f"={reg}"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
+    ftype = llir.FunctionType(llir.LiteralStructType([acc] * count), a_types + [I64] + [acc] * count)
     return llir.InlineAsm(ftype, text, constraints, side_effect=True)
+
+
+def _accumulator(floating: bool) -> tuple:
+    """The LLVM type and inline-asm register class of an accumulator register."""
+    return (llir.FloatType(), "f") if floating else (I32, "r")
 
 
 def _fence(ctx: Ctx) -> None:
@@ -262,14 +287,14 @@ def _void_asm(ctx: Ctx, text: str) -> None:
 
 def _wait(ctx: Ctx, acc: list, pending: int) -> list:
     """``wgmma.wait_group pending``, every accumulator register through it."""
-    fn = _wait_asm(len(acc), pending)
+    fn = _wait_asm(len(acc), pending, isinstance(acc[0].type, llir.FloatType))
     out = ctx.b.call(fn, acc)
     return [ctx.b.extract_value(out, i) for i in range(len(acc))]
 
 
 @functools.cache
-def _wait_asm(count: int, pending: int) -> llir.InlineAsm:
-    f32 = llir.FloatType()
-    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["~{memory}"])
-    ftype = llir.FunctionType(llir.LiteralStructType([f32] * count), [f32] * count)
+def _wait_asm(count: int, pending: int, floating: bool) -> llir.InlineAsm:
+    acc, reg = _accumulator(floating)
+    constraints = ",".join([f"={reg}"] * count + [str(i) for i in range(count)] + ["~{memory}"])
+    ftype = llir.FunctionType(llir.LiteralStructType([acc] * count), [acc] * count)
     return llir.InlineAsm(ftype, f"wgmma.wait_group.sync.aligned {pending};", constraints, side_effect=True)
