@@ -56,8 +56,10 @@ from tilec.codegen_llvm.kernel import I32, I64, Ctx
 # The instruction's rows; its k is 32 bytes of operand (16 halves, 32 int8s).
 GROUP_M, K_BYTES = 64, 32
 WARPS_PER_GROUP = 4
-# The widest n of one instruction.
-MAX_N = 256
+# The widest n tilec gives one instruction (the hardware takes up to 256):
+# 64-wide ones measured 0-4% faster than 256-wide on the H100 (256x128x64
+# matmul tiles, docs/internals.md), never slower.
+MAX_N = 64
 # The descriptor's swizzle-mode field by atom row bytes.
 SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
 # Operand type -> the instruction's type suffix (accumulator first).
@@ -215,7 +217,7 @@ def lower_dot_wait(ctx: Ctx, op: ir.DotWait) -> None:
 
 
 def _n_chunks(n: int) -> list[tuple[int, int]]:
-    """``(start, width)`` of each instruction's columns: 256 wide, the rest last."""
+    """``(start, width)`` of each instruction's columns: ``MAX_N`` wide, the rest last."""
     return [(n0, min(MAX_N, n - n0)) for n0 in range(0, n, MAX_N)]
 
 
