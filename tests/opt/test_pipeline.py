@@ -335,3 +335,56 @@ def test_a_pipelined_loop_inside_an_outer_loop(m, n, k, num_stages):
     args = dict(a_ptr=a, b_ptr=b, c_ptr=np.zeros((m, n), np.float32), M=m, N=n, K=k)
     fn = tile_ir(two_tiles_matmul, args, BM=16, BN=16, BK=16)
     check_pipelined(fn, num_stages, (math.ceil(m / 32), math.ceil(n / 16)), args, "c_ptr", want)
+
+
+# --------------------------------------------------------------------------- #
+# A warpgroup dot left running (sm_90a: dot_overlap.py)
+# --------------------------------------------------------------------------- #
+
+WARPGROUP_LOOP = """\
+func @k(%a: ptr<f16>, %b: ptr<f16>, %n: i32) {
+  %zero = constant {value = 0, type = i32} : i32
+  %one = constant {value = 1, type = i32} : i32
+  %z = constant {value = 0.0, type = tile<64x64xf32>} : tile<64x64xf32, mma<[4, 1]>>
+  %pa0 = splat %a {shape = (64, 64)} : tile<64x64xptr<f16>>
+  %pb0 = splat %b {shape = (64, 64)} : tile<64x64xptr<f16>>
+  %inc = constant {value = 64, type = tile<64x64xi32>} : tile<64x64xi32>
+  %acc, %pa_end, %pb_end = for %zero, %n, %one, [%z, %pa0, %pb0] : tile<64x64xf32, mma<[4, 1]>>, tile<64x64xptr<f16>>, tile<64x64xptr<f16>> {
+  ^(%k: i32, %acc_in: tile<64x64xf32, mma<[4, 1]>>, %pa: tile<64x64xptr<f16>>, %pb: tile<64x64xptr<f16>>):
+    %x = load %pa, _, _ : tile<64x64xf16>
+    %y = load %pb, _, _ : tile<64x64xf16>
+    %xa = convert_layout %x {layout = dot_op<0, 2, mma<[4, 1]>>} : tile<64x64xf16, dot_op<0, 2, mma<[4, 1]>>>
+    %yb = convert_layout %y {layout = dot_op<1, 2, mma<[4, 1]>>} : tile<64x64xf16, dot_op<1, 2, mma<[4, 1]>>>
+    ACC%d = dot %xa, %yb, %acc_used : tile<64x64xf32, mma<[4, 1]>>
+    %pa_next = addptr %pa, %inc : tile<64x64xptr<f16>>
+    %pb_next = addptr %pb, %inc : tile<64x64xptr<f16>>
+    yield [%d, %pa_next, %pb_next]
+  }
+  %out = splat %a {shape = (64, 64)} : tile<64x64xptr<f16>, mma<[4, 1]>>
+  %h = cast %acc {to = f16} : tile<64x64xf16, mma<[4, 1]>>
+  store %out, %h, _
+}
+"""
+CARRIED = ""  # the dot accumulates into the carried value itself
+RESCALED = ("%half = constant {value = 0.5, type = tile<64x64xf32>} : tile<64x64xf32, mma<[4, 1]>>\n"
+            "    %acc_used = mul %acc_in, %half : tile<64x64xf32, mma<[4, 1]>>\n    ")
+
+
+@pytest.mark.parametrize("arch,acc,overlapped", [("sm_90a", CARRIED, True), ("sm_90a", RESCALED, False),
+                                                 ("sm_90", CARRIED, False)], ids=["sm_90a", "rescaled", "sm_90"])
+def test_a_warpgroup_dot_feeding_only_the_next_iteration_keeps_running(arch, acc, overlapped):
+    """On sm_90a the K loop's dot waits only for the iteration before
+    (``dot_wait {pending = 1}``), the loop's result waits for all, and the
+    buffers get a slot more than stages so the copies never overwrite what a
+    running dot reads; an accumulator read in the loop, or a target without
+    warpgroup instructions, keeps the plain schedule."""
+    text = WARPGROUP_LOOP.replace("ACC", acc)
+    if not acc:
+        text = text.replace("%acc_used", "%acc_in")
+    got = apply_pass(lambda fn: pipeline_loops(fn, 3, nvptx_target(arch), num_warps=4), text)
+    slots = 4 if overlapped else 3
+    assert got.count(f"local_alloc {{shape = ({slots}, 64, 64)") == 2, got
+    body, after = got.split("yield [")[0], got.split("async_wait {pending = 0}")[1]
+    assert ("%d_1 = dot_wait %d {pending = 1}" in body) == overlapped, got
+    assert ("dot_wait %acc {pending = 0}" in after) == overlapped, got
+    assert body.split("for ", 1)[1].count("barrier") == 1
