@@ -175,7 +175,7 @@ def lower_warpgroup_dot(ctx: Ctx, op: ir.Dot, step_words) -> None:
     tile (``mma._step_words``)."""
     b = ctx.b
     elem = elem_type(op.a.type)
-    (m, k), n = op.a.type.shape, op.b.type.shape[1]
+    k, n = op.a.type.shape[1], op.b.type.shape[1]
     a_reader = ctx.deferred.get(op.a)
     a_desc = _reader_descriptor(a_reader, is_a=True) if a_reader is not None else None
     if a_desc is not None:
