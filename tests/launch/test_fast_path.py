@@ -167,7 +167,7 @@ def general_launches(monkeypatch):
 def expected_compiled(kernel, args, **options):
     """The variant the general path picks for ``args``."""
     classified = kernel._classify(kernel._bind(args, {}))
-    return kernel.cache[(tuple(a.key for a in classified), Options(**options), "sm_90")]
+    return kernel.cache[(tuple(a.key for a in classified), Options(**options), "sm_90a")]  # the fake GPU: sm_90
 
 
 def expected_frame(kernel, args, device=0, **options):

@@ -18,9 +18,9 @@ every thread's copies visible).  The interpreter copies at once, which is
 one valid execution.
 
 ``dot_wait {pending = N}`` is a ``dot``'s result once at most ``N`` groups
-of the asynchronous matrix instructions this thread issued still run
-(Hopper's ``wgmma``): a ``dot`` whose one user is a ``dot_wait`` may leave
-its instructions running past it.  The interpreter's dots are done at once.
+of the asynchronous matrix instructions this thread issued still run (a
+target whose matrix unit runs behind the threads): a ``dot`` whose one user
+is a ``dot_wait`` may leave its instructions running past it.  The interpreter's dots are done at once.
 
 None is ``PURE``: they read or write memory, or order what does, so they are
 never merged, moved or deleted.

@@ -45,7 +45,7 @@ class Target:
     # the warp-wide matrix instructions a dot may run on (none: every dot on the FMA units)
     matrix_instructions: tuple[MatrixInstruction, ...] = ()
     # the matrix instructions a group of four warps issues together, operands
-    # from shared memory (NVIDIA's wgmma on sm_90a); ``n`` is the widest form
+    # read from shared memory by the matrix unit itself; ``n`` is the widest form
     group_matrix_instructions: tuple[MatrixInstruction, ...] = ()
     # whether a thread can start copies from global to shared memory and wait
     # for them later (``ir.gpu_ops``): software pipelining needs them
