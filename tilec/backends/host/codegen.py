@@ -204,7 +204,7 @@ def _uses(fn: Function) -> tuple[dict, dict, dict, dict]:
 
 def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True) -> HostKernel:
     """The LLVM module of kernel ``fn`` for the host ``target`` (module docstring)."""
-    from tilec.backends.host import rules_control, rules_memory, rules_reduce, rules_values  # noqa: F401 (rules)
+    from tilec.backends.host import rules_control, rules_dot, rules_memory, rules_reduce, rules_values  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout
