@@ -20,7 +20,7 @@ from tilec.codegen_llvm.memory import _from_memory, _to_memory
 from tilec.codegen_llvm.scalar_base import counted_loop, memory_type
 from tilec.codegen_llvm.control import run_region
 from tilec.backends.host.codegen import HostCtx, host_rule
-from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, for_each, lazy, numel, write
+from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, for_each, lazy, numel
 
 
 def _combine(ctx: HostCtx, op: ir.Op, accs: list, xs: list) -> list:
@@ -57,33 +57,42 @@ def _store_all(ctx: HostCtx, bufs: list[Buffer], coords: tuple, values: list) ->
 
 def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) -> list:
     """``op``'s combine over dim ``axis`` of ``srcs`` (tiles of ``shape``), as a
-    tree: the tiles are written into buffers, then each step combines the
-    first half of the remaining length with the rest (``i`` with ``i + n -
-    half``, the earlier element on the left), one loop over every other dim
-    per step, until one layer is left.  A buffer per operand of the
-    remaining shape, or scalars when none remains."""
-    bufs = [ctx.buffer(shape, s.elem) for s in srcs]
-    for s, buf in zip(srcs, bufs):
-        write(ctx, s, buf)
-    b = ctx.b
-    n = shape[axis]
+    tree: each step combines the first half of the remaining length with the
+    rest (``i`` with ``i + n - half``, the earlier element on the left), one
+    loop over every other dim per step, until one layer is left.  The first
+    step reads the tiles themselves and writes the first buffers (half their
+    length: a loaded row is read once, a buffer is not copied).  A tile per
+    operand of the remaining shape (reading the last layer), or scalars when
+    none remains."""
+    layer, n = srcs, shape[axis]
     while n > 1:
-        half, step = n // 2, n - n // 2
-        layer = shape[:axis] + (half,) + shape[axis + 1:]
-
-        def pair(coords, step=step) -> None:
-            i = coords[axis]
-            later = coords[:axis] + (b.add(i, I64(step)),) + coords[axis + 1:]
-            combined = _combine(ctx, op, [t.at(ctx, coords) for t in bufs], [t.at(ctx, later) for t in bufs])
-            _store_all(ctx, bufs, coords, combined)
-        for_each(ctx, layer, pair)
-        n = step
+        layer = _tree_step(ctx, op, layer, shape[:axis] + (n,) + shape[axis + 1:], axis)
+        n = n - n // 2
     out_shape = shape[:axis] + shape[axis + 1:]
     firsts = lambda coords: _with(coords, axis, I64(0))  # noqa: E731
     if not out_shape:
-        return [t.at(ctx, (I64(0),) * len(shape)) for t in bufs]
-    outs = [ctx.buffer(out_shape, t.elem) for t in bufs]
-    for_each(ctx, out_shape, lambda coords: _store_all(ctx, outs, coords, [t.at(ctx, firsts(coords)) for t in bufs]))
+        return [t.at(ctx, (I64(0),) * len(shape)) for t in layer]
+    return [lazy(out_shape, t.elem, lambda c, coords, t=t: t.at(c, firsts(coords)), [t]) for t in layer]
+
+
+def _tree_step(ctx: HostCtx, op: ir.Op, tiles: list, shape: tuple, axis: int) -> list[Buffer]:
+    """One step of ``reduce_axis``'s tree on ``tiles`` of ``shape``: buffers of
+    the first ``n - n // 2`` along ``axis``, element ``i`` combining ``i`` and
+    ``i + n - n // 2`` (the middle element, for an odd ``n``, copied)."""
+    b, n = ctx.b, shape[axis]
+    half, step = n // 2, n - n // 2
+    outs = [ctx.buffer(_with(shape[:axis] + shape[axis + 1:], axis, step), t.elem) for t in tiles]
+
+    def pair(coords) -> None:
+        later = _with(coords[:axis] + coords[axis + 1:], axis, b.add(coords[axis], I64(step)))
+        combined = _combine(ctx, op, [t.at(ctx, coords) for t in tiles], [t.at(ctx, later) for t in tiles])
+        _store_all(ctx, outs, coords, combined)
+    for_each(ctx, _with(shape[:axis] + shape[axis + 1:], axis, half), pair)
+    if step > half:
+        def middle(coords) -> None:
+            at = _with(coords, axis, I64(half))
+            _store_all(ctx, outs, at, [t.at(ctx, at) for t in tiles])
+        for_each(ctx, shape[:axis] + shape[axis + 1:], middle)
     return outs
 
 
