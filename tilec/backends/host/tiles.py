@@ -41,10 +41,10 @@ Coords = tuple  # of i64 LLVM values, one per dim
 
 #: Above this cost an element used twice is computed once into a buffer.
 CHEAP = 6
-#: An innermost loop of at least this many elements is left to LLVM's loop
-#: vectorizer: LLVM would otherwise unroll a short loop (32 elements) fully
-#: before the vectorizer runs, and a masked load, a branch per element,
-#: stays scalar code.
+#: An innermost loop of at least this many elements whose body branches is
+#: left to LLVM's loop vectorizer: LLVM would otherwise unroll a short loop
+#: (32 elements) fully before the vectorizer runs, and a masked load, a
+#: branch per element, stays scalar code.
 VECTOR_LOOP = 16
 
 
@@ -143,13 +143,15 @@ def for_each(ctx: "HostCtx", shape: tuple, body: Callable[[Coords], None],
 
 
 def vector_loop(b: llir.IRBuilder, count: llir.Value, body: Callable[[llir.Value], None]) -> None:
-    """``counted_loop`` marked ``llvm.loop.unroll.disable`` (``VECTOR_LOOP``):
-    LLVM's loop vectorizer, which the mark does not stop, makes it vector
-    code, interleaved as its cost model likes."""
-    counters = []
+    """``counted_loop``, marked ``llvm.loop.unroll.disable`` when ``body`` branches
+    (a masked load or store, ``VECTOR_LOOP``): LLVM's loop vectorizer, which
+    the mark does not stop, makes it vector code.  A body without a branch is
+    left to LLVM, which vectorizes it unrolled as well, and compiles faster."""
+    counters, blocks = [], len(b.function.blocks)
     counted_loop(b, count, lambda i: (counters.append(i), body(i)))
-    latch = counters[0].incomings[-1][1]
-    latch.terminator.set_metadata("llvm.loop", _loop_id(b.module, "llvm.loop.unroll.disable"))
+    if len(b.function.blocks) > blocks + 2:  # the loop's own two blocks, and the body's
+        latch = counters[0].incomings[-1][1]
+        latch.terminator.set_metadata("llvm.loop", _loop_id(b.module, "llvm.loop.unroll.disable"))
 
 
 def _loop_id(module: llir.Module, *options: str) -> llir.values.MDValue:
