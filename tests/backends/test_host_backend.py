@@ -155,10 +155,10 @@ def test_the_cpu_level_is_named_from_the_features_never_the_model(features, leve
 
 def test_the_target_is_this_process_at_a_named_level():
     import llvmlite.binding as llvm
-    from tilec.backends.host.target import MAX_PROGRAM_BYTES, X86_LEVELS
+    from tilec.backends.host.target import LEVEL_FEATURES, MAX_PROGRAM_BYTES, X86_LEVELS
 
     facts = HOST.target("cpu")
-    assert facts.triple == llvm.get_process_triple() and facts.features == ""
+    assert facts.triple == llvm.get_process_triple() and facts.features == LEVEL_FEATURES.get(facts.cpu, "")
     assert (facts.warp_size, facts.max_threads_per_block, facts.max_shared_bytes) == (1, 1, MAX_PROGRAM_BYTES)
     if facts.triple.startswith("x86_64"):
         assert facts.cpu in [name for name, _ in X86_LEVELS] + ["x86-64"]

@@ -15,8 +15,8 @@ grid's size (``GRID_PARAMS``, i32 each).  Each op class has a rule in
 ``RULES`` (``@host_rule(OpClass)``, in ``rules_*.py``); an op without one is
 a CompilationError at its line.
 
-When a tile becomes a buffer (``HostCtx.bind``): when it is used more than
-once, or inside a loop or branch below its definition, and recomputing it
+When a tile becomes a buffer (``HostCtx.bind``): when more than one op uses
+it, or one inside a loop or branch below its definition, and recomputing it
 is not cheap (``tiles.CHEAP``); and when it was loaded from global memory
 and the kernel may write memory before its last use (``keep_loaded``): a
 load means the memory as it was at the load, whatever the program stores
@@ -180,7 +180,8 @@ def _uses(fn: Function) -> tuple[dict, dict, dict, dict]:
     """Each op's place in a pre-order walk; per value, its last user's place
     (a user inside a region counts at its own place, after the region's op),
     whether a user sits in a region below the value's own block, and how
-    many operands it is."""
+    many ops use it (an op naming it twice, ``x * x``, evaluates it once
+    per element: LLVM merges the two copies of its code)."""
     order, last, nested, count = {}, {}, {}, {}
     home: dict[Value, Block] = {}
 
@@ -190,7 +191,7 @@ def _uses(fn: Function) -> tuple[dict, dict, dict, dict]:
             nested.setdefault(a, False)
         for op in block.ops:
             order[op] = len(order)
-            for v in op.operands:
+            for v in set(op.operands):  # x * x computes x once per element: one use
                 last[v] = order[op]
                 count[v] = count.get(v, 0) + 1
                 nested[v] = nested.get(v, False) or home.get(v) is not block
@@ -204,7 +205,7 @@ def _uses(fn: Function) -> tuple[dict, dict, dict, dict]:
 
 def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True) -> HostKernel:
     """The LLVM module of kernel ``fn`` for the host ``target`` (module docstring)."""
-    from tilec.backends.host import rules_control, rules_memory, rules_reduce, rules_values  # noqa: F401 (rules)
+    from tilec.backends.host import rules_control, rules_dot, rules_memory, rules_reduce, rules_values  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout

@@ -1,4 +1,4 @@
-"""Host rules of ``reduce``, ``scan`` and ``dot``: loop nests over the tiles.
+"""Host rules of ``reduce`` and ``scan``: loop nests over the tiles (``dot``: ``rules_dot.py``).
 
 A reduction is a tree, as on a GPU (and as accurate: a float32 sum of
 one large term and many small ones, added one after the other, lost up to
@@ -11,27 +11,16 @@ the last dim keeps its running value in a scalar (an LLVM register once
 result buffer and the other dims run innermost, so the vectorizer combines
 whole rows at once.  A combine region is lowered per element as scalar
 code and applied in order, the earlier elements on the left.
-
-``dot`` multiplies buffers of ``a`` and ``b`` in an ``m, k, n`` loop nest
-(``n`` innermost: a row of ``b`` times one element of ``a`` into a row of
-the result), accumulating as the interpreter does: floats in f32 (f64 when
-an operand is f64) rounded to the accumulator's type at the end, tf32
-inputs rounded to tf32 first, integers exactly (wrapping) in the
-accumulator's type.
 """
 from __future__ import annotations
 
-from llvmlite import ir as llir
-
 from tilec import ir
-from tilec.ir.types import elem_type, f32, f64, shape_of
+from tilec.ir.types import shape_of
 from tilec.codegen_llvm.memory import _from_memory, _to_memory
 from tilec.codegen_llvm.scalar_base import counted_loop, memory_type
-from tilec.codegen_llvm.scalar_casts import convert
 from tilec.codegen_llvm.control import run_region
 from tilec.backends.host.codegen import HostCtx, host_rule
-from tilec.backends.host.rules_values import element
-from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, for_each, lazy, numel, write
+from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, for_each, lazy, numel
 
 
 def _combine(ctx: HostCtx, op: ir.Op, accs: list, xs: list) -> list:
@@ -68,33 +57,42 @@ def _store_all(ctx: HostCtx, bufs: list[Buffer], coords: tuple, values: list) ->
 
 def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) -> list:
     """``op``'s combine over dim ``axis`` of ``srcs`` (tiles of ``shape``), as a
-    tree: the tiles are written into buffers, then each step combines the
-    first half of the remaining length with the rest (``i`` with ``i + n -
-    half``, the earlier element on the left), one loop over every other dim
-    per step, until one layer is left.  A buffer per operand of the
-    remaining shape, or scalars when none remains."""
-    bufs = [ctx.buffer(shape, s.elem) for s in srcs]
-    for s, buf in zip(srcs, bufs):
-        write(ctx, s, buf)
-    b = ctx.b
-    n = shape[axis]
+    tree: each step combines the first half of the remaining length with the
+    rest (``i`` with ``i + n - half``, the earlier element on the left), one
+    loop over every other dim per step, until one layer is left.  The first
+    step reads the tiles themselves and writes the first buffers (half their
+    length: a loaded row is read once, a buffer is not copied).  A tile per
+    operand of the remaining shape (reading the last layer), or scalars when
+    none remains."""
+    layer, n = srcs, shape[axis]
     while n > 1:
-        half, step = n // 2, n - n // 2
-        layer = shape[:axis] + (half,) + shape[axis + 1:]
-
-        def pair(coords, step=step) -> None:
-            i = coords[axis]
-            later = coords[:axis] + (b.add(i, I64(step)),) + coords[axis + 1:]
-            combined = _combine(ctx, op, [t.at(ctx, coords) for t in bufs], [t.at(ctx, later) for t in bufs])
-            _store_all(ctx, bufs, coords, combined)
-        for_each(ctx, layer, pair)
-        n = step
+        layer = _tree_step(ctx, op, layer, shape[:axis] + (n,) + shape[axis + 1:], axis)
+        n = n - n // 2
     out_shape = shape[:axis] + shape[axis + 1:]
     firsts = lambda coords: _with(coords, axis, I64(0))  # noqa: E731
     if not out_shape:
-        return [t.at(ctx, (I64(0),) * len(shape)) for t in bufs]
-    outs = [ctx.buffer(out_shape, t.elem) for t in bufs]
-    for_each(ctx, out_shape, lambda coords: _store_all(ctx, outs, coords, [t.at(ctx, firsts(coords)) for t in bufs]))
+        return [t.at(ctx, (I64(0),) * len(shape)) for t in layer]
+    return [lazy(out_shape, t.elem, lambda c, coords, t=t: t.at(c, firsts(coords)), [t]) for t in layer]
+
+
+def _tree_step(ctx: HostCtx, op: ir.Op, tiles: list, shape: tuple, axis: int) -> list[Buffer]:
+    """One step of ``reduce_axis``'s tree on ``tiles`` of ``shape``: buffers of
+    the first ``n - n // 2`` along ``axis``, element ``i`` combining ``i`` and
+    ``i + n - n // 2`` (the middle element, for an odd ``n``, copied)."""
+    b, n = ctx.b, shape[axis]
+    half, step = n // 2, n - n // 2
+    outs = [ctx.buffer(_with(shape[:axis] + shape[axis + 1:], axis, step), t.elem) for t in tiles]
+
+    def pair(coords) -> None:
+        later = _with(coords[:axis] + coords[axis + 1:], axis, b.add(coords[axis], I64(step)))
+        combined = _combine(ctx, op, [t.at(ctx, coords) for t in tiles], [t.at(ctx, later) for t in tiles])
+        _store_all(ctx, outs, coords, combined)
+    for_each(ctx, _with(shape[:axis] + shape[axis + 1:], axis, half), pair)
+    if step > half:
+        def middle(coords) -> None:
+            at = _with(coords, axis, I64(half))
+            _store_all(ctx, outs, at, [t.at(ctx, at) for t in tiles])
+        for_each(ctx, shape[:axis] + shape[axis + 1:], middle)
     return outs
 
 
@@ -153,59 +151,3 @@ def _scan(ctx: HostCtx, op: ir.Scan) -> None:
         counted_loop(b, I64(n - 1), layer)
     for v, out in zip(op.results, outs):
         ctx.bind(v, out)
-
-
-def _tf32(ctx: HostCtx, x: llir.Value) -> llir.Value:
-    """f32 ``x`` rounded to tf32 (10 mantissa bits, to nearest even), NaN kept."""
-    b, i32 = ctx.b, llir.IntType(32)
-    bits = b.bitcast(x, i32)
-    odd = b.and_(b.lshr(bits, i32(13)), i32(1))
-    rounded = b.and_(b.add(bits, b.add(i32(0xFFF), odd)), i32(0xFFFFE000 - (1 << 32)))
-    return b.select(b.fcmp_unordered("uno", x, x), x, b.bitcast(rounded, x.type))
-
-
-@host_rule(ir.Dot)
-def _dot(ctx: HostCtx, op: ir.Dot) -> None:
-    a, bm = ctx.materialize(ctx[op.a]), ctx.materialize(ctx[op.b])
-    acc = ctx[op.acc]
-    t_in, t_acc = elem_type(op.a.type), elem_type(op.acc.type)
-    shape = shape_of(op.acc.type)
-    if t_in.is_float:
-        wide = f64 if f64 in (t_in, t_acc) else f32
-    else:
-        wide = t_acc
-    out = ctx.buffer(shape, wide)
-    b = ctx.b
-
-    def to_wide(x, t):
-        return convert(ctx.scalar, x, t, wide, "rtne") if t != wide else x
-
-    def operand(x):
-        x = to_wide(x, t_in)
-        return _tf32(ctx, x) if op.input_precision == "tf32" and t_in == f32 else x
-    for_each(ctx, shape, lambda c: b.store(to_wide(element(ctx, acc, c), t_acc), element_pointer(ctx, out, c)))
-    batch, (m, k), n = shape[:-2], shape_of(op.a.type)[-2:], shape[-1]
-
-    def product(coords) -> None:
-        *lead, i, kk = coords
-        av = operand(a.at(ctx, coords))
-
-        def column(j) -> None:
-            at = tuple(lead) + (i, j)
-            bv = operand(bm.at(ctx, tuple(lead) + (kk, j)))
-            p = element_pointer(ctx, out, at)
-            old = b.load(p, typ=memory_type(wide))
-            if wide.is_float:
-                new = b.fadd(old, b.fmul(av, bv, flags=ctx.scalar.float_flags), flags=ctx.scalar.float_flags)
-            else:
-                new = b.add(old, b.mul(av, bv))
-            b.store(new, p)
-        counted_loop(b, I64(n), column)
-    for_each(ctx, batch + (m, k), product)
-    if wide != t_acc:
-        result = ctx.buffer(shape, t_acc)
-        for_each(ctx, shape, lambda c: b.store(_to_memory(ctx, convert(ctx.scalar, out.at(ctx, c), wide, t_acc, "rtne"),
-                                                          t_acc), element_pointer(ctx, result, c)))
-        out = result
-    ctx.bind(op.result, out)
-

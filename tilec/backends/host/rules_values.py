@@ -20,7 +20,10 @@ from tilec.codegen_llvm.control import run_region
 from tilec.backends.host.codegen import HostCtx, host_rule
 from tilec.backends.host.tiles import CHEAP, I64, Tile, coords_of, element_pointer, lazy, linear_index, numel
 
-#: What one element of these ops costs, roughly, in instructions (others: 1).
+#: What one element of these ops costs, roughly, in instructions (others: 1;
+#: constants, splats and the shape ops that only move elements: 0, so that
+#: address and mask arithmetic stays lazy however many of them it goes through).
+FREE = 0
 MATH_COST = 20
 DIVISION_COST = 8
 _DIVISIONS = (ir.Div, ir.Rem)
@@ -59,7 +62,7 @@ for _cls in SCALAR_LOWER:
 def _constant(ctx: HostCtx, op: ir.Constant) -> None:
     t = op.result.type
     value = constant(elem_type(t), op.value)
-    ctx.bind(op.result, lazy(t.shape, t.elem, lambda c, coords: value) if isinstance(t, TileType) else value)
+    ctx.bind(op.result, lazy(t.shape, t.elem, lambda c, coords: value, cost=FREE) if isinstance(t, TileType) else value)
 
 
 @host_rule(ir.ProgramId)
@@ -85,19 +88,21 @@ def _arange(ctx: HostCtx, op: ir.Arange) -> None:
 @host_rule(ir.Splat)
 def _splat(ctx: HostCtx, op: ir.Splat) -> None:
     value = ctx[op.src]
-    ctx.bind(op.result, lazy(op.result.type.shape, op.result.type.elem, lambda c, coords: value))
+    ctx.bind(op.result, lazy(op.result.type.shape, op.result.type.elem, lambda c, coords: value, cost=FREE))
 
 
-def _remap(ctx: HostCtx, op: ir.Op, src, where) -> None:
-    """Bind ``op``'s result to the element of ``src`` at ``where(ctx, coords)``."""
+def _remap(ctx: HostCtx, op: ir.Op, src, where, cost: int = FREE) -> None:
+    """Bind ``op``'s result to the element of ``src`` at ``where(ctx, coords)``
+    (``cost``: of finding where)."""
     t = op.result.type
     if not isinstance(src, Tile):
-        ctx.bind(op.result, lazy(shape_of(t), elem_type(t), lambda c, coords: src) if isinstance(t, TileType) else src)
+        ctx.bind(op.result, lazy(shape_of(t), elem_type(t), lambda c, coords: src, cost=FREE)
+                 if isinstance(t, TileType) else src)
         return
     if not isinstance(t, TileType):  # to a scalar: the one element
         ctx.bind(op.result, src.at(ctx, tuple(I64(0) for _ in src.shape)))
         return
-    ctx.bind(op.result, lazy(t.shape, t.elem, lambda c, coords: src.at(c, where(c, coords)), [src]))
+    ctx.bind(op.result, lazy(t.shape, t.elem, lambda c, coords: src.at(c, where(c, coords)), [src], cost))
 
 
 @host_rule(ir.Broadcast)
@@ -122,7 +127,7 @@ def _reshape(ctx: HostCtx, op: ir.Reshape) -> None:
     """Row-major order is kept: the element at the same row-major index."""
     src_shape, out_shape = shape_of(op.src.type), tuple(op.shape)
     _remap(ctx, op, ctx[op.src],
-           lambda c, coords: coords_of(c, linear_index(c, coords, out_shape), src_shape))
+           lambda c, coords: coords_of(c, linear_index(c, coords, out_shape), src_shape), cost=1)
 
 
 @host_rule(ir.Permute)
@@ -156,7 +161,8 @@ def _split(ctx: HostCtx, op: ir.Split) -> None:
     for k, result in enumerate(op.results):
         t = result.type
         if isinstance(t, TileType):
-            ctx.bind(result, lazy(t.shape, t.elem, lambda c, coords, k=k: src.at(c, coords + (I64(k),)), [src]))
+            ctx.bind(result, lazy(t.shape, t.elem, lambda c, coords, k=k: src.at(c, coords + (I64(k),)), [src],
+                                  FREE))
         else:
             ctx.bind(result, src.at(ctx, (I64(k),)))
 

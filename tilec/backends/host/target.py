@@ -31,6 +31,11 @@ X86_LEVELS = (
     ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx2", "fma", "bmi2")),
     ("x86-64-v3", ("avx2", "fma", "bmi", "bmi2", "f16c", "lzcnt", "movbe")),
 )
+#: What a level's code is tuned with beyond LLVM's defaults for it.  x86-64-v4
+#: drops LLVM's preference for 256-bit vectors: a loop of many operations per
+#: element (the portable exp) runs one 512-bit op where it ran two 256-bit
+#: ones, and Zen 4, which splits the 512-bit op, issues half the ops.
+LEVEL_FEATURES = {"x86-64-v4": "-prefer-256-bit"}
 #: Every level's fallback, by architecture (the triple's first part).
 BASELINE_CPUS = {"x86_64": "x86-64"}
 #: The most stack memory one program's buffers may take (``OutOfResources``
@@ -65,7 +70,7 @@ def host_target() -> Target:
         triple=triple,
         data_layout=llvm_data_layout(triple, cpu, ""),
         cpu=cpu,
-        features="",
+        features=LEVEL_FEATURES.get(cpu, ""),
         warp_size=1,
         default_shared_bytes=MAX_PROGRAM_BYTES,
         max_shared_bytes=MAX_PROGRAM_BYTES,

@@ -9,8 +9,11 @@ buffers live on its thread's stack).  The grid is cut into a few ranges per
 thread, taken in order by whichever thread is free, so uneven programs
 still keep every thread busy.  The call returns when every program has run.
 
-A grid of one range whose programs need little stack runs in the calling
-thread: no hand-over for the small launches of tests and tutorials.
+Programs that need little stack start in the calling thread: the first
+one runs there, timed, and when the rest would take less than
+``INLINE_SECONDS`` at its pace they run there too (a hand-over to the pool
+costs tens of microseconds a thread, more on a busy machine: the small
+launches of tests and tutorials); else the pool runs the rest.
 Which thread runs a program never changes what it computes; a kernel whose
 programs race (atomics whose order shows in the result) is as
 deterministic here as on a GPU.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
@@ -30,6 +34,8 @@ from tilec.backends.host.target import STACK_BYTES
 RANGES_PER_THREAD = 4
 #: Stack a program may use in the calling thread (Python's main thread has 8 MiB).
 CALLER_STACK_BYTES = 1 << 20
+#: Work below this (seconds, estimated from the first program) is not worth the pool's hand-over.
+INLINE_SECONDS = 200e-6
 
 
 def thread_count() -> int:
@@ -70,10 +76,16 @@ def ranges(total: int, parts: int) -> list[tuple[int, int]]:
 
 def run_programs(run: Callable[[int, int], None], total: int, stack_bytes: int) -> None:
     """Run programs ``0 .. total - 1`` through ``run(first, last)`` (module docstring)."""
-    threads = min(thread_count(), total)
-    if threads == 1 and stack_bytes <= CALLER_STACK_BYTES:
-        run(0, total)
-        return
+    threads, first = min(thread_count(), total), 0
+    if stack_bytes <= CALLER_STACK_BYTES:
+        start = time.perf_counter()
+        run(0, 1)
+        if threads == 1 or (time.perf_counter() - start) * (total - 1) < INLINE_SECONDS:
+            if total > 1:  # a ctypes call costs microseconds
+                run(1, total)
+            return
+        first = 1
     pool = _pool(thread_count())
-    for f in [pool.submit(run, first, last) for first, last in ranges(total, threads * RANGES_PER_THREAD)]:
+    parts = ranges(total - first, threads * RANGES_PER_THREAD)
+    for f in [pool.submit(run, first + lo, first + hi) for lo, hi in parts]:
         f.result()

@@ -41,6 +41,11 @@ Coords = tuple  # of i64 LLVM values, one per dim
 
 #: Above this cost an element used twice is computed once into a buffer.
 CHEAP = 6
+#: An innermost loop of at least this many elements whose body branches is
+#: left to LLVM's loop vectorizer: LLVM would otherwise unroll a short loop
+#: (32 elements) fully before the vectorizer runs, and a masked load, a
+#: branch per element, stays scalar code.
+VECTOR_LOOP = 16
 
 
 @dataclass
@@ -131,9 +136,29 @@ def for_each(ctx: "HostCtx", shape: tuple, body: Callable[[Coords], None],
         if count == 1:
             nest(d + 1, coords + (I64(start),))
             return
-        counted_loop(ctx.b, I64(count),
-                     lambda i: nest(d + 1, coords + ((ctx.b.add(i, I64(start)) if start else i),)))
+        inner = d == len(shape) - 1 or all(n == 1 for n in shape[d + 1:])
+        (vector_loop if inner and count >= VECTOR_LOOP else counted_loop)(
+            ctx.b, I64(count), lambda i: nest(d + 1, coords + ((ctx.b.add(i, I64(start)) if start else i),)))
     nest(0, ())
+
+
+def vector_loop(b: llir.IRBuilder, count: llir.Value, body: Callable[[llir.Value], None]) -> None:
+    """``counted_loop``, marked ``llvm.loop.unroll.disable`` when ``body`` branches
+    (a masked load or store, ``VECTOR_LOOP``): LLVM's loop vectorizer, which
+    the mark does not stop, makes it vector code.  A body without a branch is
+    left to LLVM, which vectorizes it unrolled as well, and compiles faster."""
+    counters, blocks = [], len(b.function.blocks)
+    counted_loop(b, count, lambda i: (counters.append(i), body(i)))
+    if len(b.function.blocks) > blocks + 2:  # the loop's own two blocks, and the body's
+        latch = counters[0].incomings[-1][1]
+        latch.terminator.set_metadata("llvm.loop", _loop_id(b.module, "llvm.loop.unroll.disable"))
+
+
+def _loop_id(module: llir.Module, *options: str) -> llir.values.MDValue:
+    """A new loop's ``llvm.loop`` node: itself first (one node a loop), then ``options``."""
+    node = llir.values.MDValue(module, [], name=str(len(module.metadata)))
+    node.operands = (node,) + tuple(module.add_metadata([llir.MetaDataString(module, o)]) for o in options)
+    return node
 
 
 def write(ctx: "HostCtx", tile: Tile, buf: Buffer) -> None:
