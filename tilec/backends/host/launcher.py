@@ -12,12 +12,17 @@ the programs run on this process's threads (``threads.py``); ctypes lets go
 of the GIL for the call.  A launch is synchronous: a ``stream=`` has nothing
 to order.
 
-Nothing checks the accesses (the interpreter does, ``TILEC_INTERPRET=1``):
-an index out of bounds reads or writes whatever memory is there, as on a
-GPU, and may stop the process with a segmentation fault.  It never stops it
-silently: the first load turns on Python's ``faulthandler`` (unless the
-program has already), which prints every thread's Python stack, the
-``kernel[grid](...)`` line included, before the process ends.  An array the kernel
+Under ``debug=True`` (``@jit(debug=True)`` or the launch's keyword) every
+access is checked against the arrays passed, whose spans the launch hands
+the code in a table (``bounds.py``), and a bad one raises
+``InterpreterError`` naming the line, the argument and the offset after
+the launch, having touched nothing.  Otherwise nothing checks the accesses
+(the interpreter does, ``TILEC_INTERPRET=1``): an index out of bounds reads
+or writes whatever memory is there, as on a GPU, and may stop the process
+with a segmentation fault.  It never stops it silently: the first load
+turns on Python's ``faulthandler`` (unless the program has already), which
+prints every thread's Python stack, the ``kernel[grid](...)`` line
+included, before the process ends.  An array the kernel
 may write must be writable (``opt/written_pointers.py``), or the launch is
 refused before anything runs.
 
@@ -44,6 +49,7 @@ from tilec.launch.args import KernelArg
 from tilec.launch.compiler import CompiledKernel
 from tilec.targets.base import CODEGEN_OPT_LEVEL
 from tilec.backends.host import TARGET
+from tilec.backends.host.bounds import Table
 from tilec.backends.host.grid import GRID_SUFFIX
 from tilec.backends.host.target import host_target
 from tilec.backends.host.threads import run_programs
@@ -89,9 +95,14 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     if total == 0:
         return  # an empty grid launches no program
     loaded = compiled.runtime.get(TARGET) or load(compiled)
-    values = [_entry_value(a.type, v) for a, v in zip(compiled.fn.args, compiled.runtime_args(args))]
-    run_programs(lambda first, last: loaded.entry(*values, *grid, first, last), total,
+    arrays = compiled.runtime_args(args)
+    values = [_entry_value(a.type, v) for a, v in zip(compiled.fn.args, arrays)]
+    table = Table(compiled.fn, arrays) if compiled.options.debug else None
+    hidden = [table.address] if table is not None else []
+    run_programs(lambda first, last: loaded.entry(*values, *hidden, *grid, first, last), total,
                  compiled.metadata.shared if compiled.metadata else 0)
+    if table is not None:
+        table.raise_bad_access(grid)
 
 
 def _entry_value(t: Type, value: Any) -> int:
@@ -125,8 +136,9 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     engine = llvm.create_mcjit_compiler(empty, machine)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
-    signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *[ctypes.c_int32] * 3,
-                                 ctypes.c_int64, ctypes.c_int64)
+    hidden = [ctypes.c_void_p] * compiled.options.debug  # the bounds table
+    signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *hidden,
+                                 *[ctypes.c_int32] * 3, ctypes.c_int64, ctypes.c_int64)
     loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)))
     compiled.runtime[TARGET] = loaded
     return loaded

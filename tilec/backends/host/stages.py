@@ -51,11 +51,12 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     from tilec.backends.host.lowering import HostLowering
 
     target = build.target
-    kernel = lower(fn, target, HostLowering(), build.options.enable_fp_fusion)
+    debug = build.options.debug
+    kernel = lower(fn, target, HostLowering(), build.options.enable_fp_fusion, debug)
     check_stack(fn.name, kernel.stack_bytes, target)
     build.metadata.shared_bytes = kernel.stack_bytes
     module = target.parse(kernel.llir)
-    module.link_in(target.parse(grid_entry(fn, target)))
+    module.link_in(target.parse(grid_entry(fn, target, debug)))
     module.link_in(target.parse(libcalls.module(target)))
     module.get_function(fn.name).linkage = "internal"
     optimize(module, target)
