@@ -51,7 +51,7 @@ from tilec.targets.base import CODEGEN_OPT_LEVEL
 from tilec.backends.host import TARGET
 from tilec.backends.host.bounds import Table
 from tilec.backends.host.grid import GRID_SUFFIX
-from tilec.backends.host.target import host_target
+from tilec.backends.host.target import host_target, target_facts
 from tilec.backends.host.threads import run_programs
 
 #: The libraries whose routines compiled code calls: LLVM's for 16-bit floats
@@ -125,10 +125,11 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     import llvmlite.binding as llvm
 
     obj = compiled.asm["obj"]
+    facts = host_target()
+    check_runs_here(compiled, facts)
     check_symbols(compiled.name, obj)
     if not faulthandler.is_enabled():
         faulthandler.enable()
-    facts = host_target()
     machine = llvm.Target.from_triple(facts.triple).create_target_machine(  # the engine owns (and frees) it
         cpu=facts.cpu, features=facts.features, opt=CODEGEN_OPT_LEVEL)
     empty = llvm.parse_assembly("")
@@ -142,6 +143,15 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)))
     compiled.runtime[TARGET] = loaded
     return loaded
+
+
+def check_runs_here(compiled: CompiledKernel, facts) -> None:
+    """A TilecError when ``compiled`` was made for another CPU (a cross target) than this process's."""
+    made_for = target_facts(compiled.target)
+    if made_for.triple != facts.triple:
+        raise TilecError(f"kernel `{compiled.name}` was compiled for target `{compiled.target}` "
+                         f"({made_for.triple}); this process runs {facts.triple}, where only variants "
+                         f"compiled for `{TARGET}` run; nothing ran")
 
 
 def check_symbols(kernel: str, obj: bytes) -> None:

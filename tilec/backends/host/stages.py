@@ -29,7 +29,7 @@ from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, run_stages
 from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
-from tilec.backends.host.target import host_target
+from tilec.backends.host.target import target_facts
 
 
 
@@ -92,5 +92,6 @@ STAGES: list[Stage] = [
 
 
 def compile_for_cpu(compiled: CompiledKernel) -> None:
-    """Run every stage on ``compiled.fn`` for the ``cpu`` target, filling ``compiled.asm``."""
-    run_stages(compiled, STAGES, Build(host_target(), compiled.options, compiled.metadata))
+    """Run every stage on ``compiled.fn`` for its target (``cpu``, or a cross
+    target: ``target.target_facts``), filling ``compiled.asm``."""
+    run_stages(compiled, STAGES, Build(target_facts(compiled.target), compiled.options, compiled.metadata))
