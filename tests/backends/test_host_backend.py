@@ -21,6 +21,7 @@ import tilec
 import tilec.language as tl
 from kernels.vector_add import add_kernel
 from launch.kernels import fresh
+from launch.test_cache import disk_cache  # noqa: F401 (a fixture)
 from tilec import cli
 from tilec.errors import CompilationError, OutOfResources
 from tilec.launch import cache
@@ -210,7 +211,7 @@ def test_a_cached_variant_keeps_its_object_code_and_runs(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("other_level", ["x86-64", "x86-64-v3"])
-def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(tmp_path, monkeypatch, other_level):
+def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(disk_cache, monkeypatch, other_level):
     """The entry is a JSON header and raw sections (no pickle): the object's
     bytes as they are; a process at another CPU level misses it and stores its own."""
     import dataclasses
@@ -219,13 +220,9 @@ def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(tmp_path, 
     from tilec.backends.host import target as host_target_module
     from tilec.launch.cache_entry import kernel_sections, unpack_entry
 
-    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TILEC_CACHE", "1")
-    monkeypatch.setenv("TILEC_CHECK", "0")  # it bypasses the cache
-    monkeypatch.setattr(cache, "STATS", dict.fromkeys(cache.STATS, 0))
     x, y, out, n = vectors()
     mine = fresh(add_kernel).compile(x, y, out, n, BLOCK_SIZE=16, target="cpu")
-    (entry,) = (tmp_path / "kernel").iterdir()
+    (entry,) = (disk_cache / "kernel").iterdir()
     payload = cache.read_entry("kernel", entry.stem)
     header = json.loads(payload.partition(b"\n")[0])  # one line of JSON, then the raw sections
     assert {"name": "obj", "kind": "bytes", "size": len(mine.asm["obj"])} in header["sections"]
@@ -235,7 +232,7 @@ def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(tmp_path, 
         pytest.skip(f"this process is at {facts.cpu} already")
     monkeypatch.setattr(host_target_module, "host_target", lambda: dataclasses.replace(facts, cpu=other_level))
     theirs = run_on_cpu(fresh(add_kernel), (3, 1, 1), x, y, out, n, BLOCK_SIZE=16)
-    assert (cache.STATS["stored"], cache.STATS["hit"]) == (2, 0) and len(list((tmp_path / "kernel").iterdir())) == 2
+    assert (cache.STATS["stored"], cache.STATS["hit"]) == (2, 0) and len(list((disk_cache / "kernel").iterdir())) == 2
     assert theirs.asm["obj"] != mine.asm["obj"]
     np.testing.assert_array_equal(out, x + y)
 

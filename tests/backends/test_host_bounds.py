@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import tilec
 import tilec.language as tl
 from launch.kernels import fresh
+from launch.test_cache import disk_cache  # noqa: F401 (a fixture)
 from tilec.errors import InterpreterError
 from tilec.launch import cache
 from tilec.targets import registry
@@ -178,11 +179,7 @@ def test_debug_comes_from_jit_or_the_launch_and_without_it_nothing_is_checked(mo
     assert "cmpxchg" not in plain.asm["llir"]
 
 
-def test_a_variant_from_the_disk_cache_reports_the_same_access(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TILEC_CACHE", "1")
-    monkeypatch.setenv("TILEC_CHECK", "0")  # it bypasses the cache
-    monkeypatch.setattr(cache, "STATS", dict.fromkeys(cache.STATS, 0))
+def test_a_variant_from_the_disk_cache_reports_the_same_access(disk_cache):
     def make_args():
         return [np.zeros(10, np.float32), guarded(10, np.float32), 10, 1, -2, 0]
     first, _, _, _ = launch_both(fresh(shifted_copy), (1, 1, 1), make_args, BLOCK=16)
