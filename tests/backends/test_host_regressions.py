@@ -5,13 +5,18 @@ the interpreter's bits."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tilec
 import tilec.language as tl
+from launch.test_read_only import descriptor_copy, read_only
 from tilec.targets import registry
+from tilec.tools.tensor_descriptor import TensorDescriptor
+
+HOST = registry.backend("host")
 
 FLOATS = [np.float16, np.float32, np.float64]
 SPECIAL = [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0]
@@ -57,3 +62,21 @@ def test_maximum_and_minimum_of_nan_and_a_number_known_to_be_one_give_the_number
                                             BLOCK=n)
     assert same_bits(mine[2], theirs[2])
     assert not np.isnan(theirs[2][:2 * n]).any()  # the interpreter never gives NaN here: nor may the code
+
+
+@given(rows=st.integers(1, 16))
+def test_a_read_only_array_behind_a_tensor_descriptor_is_refused_by_compiled_code(rows):
+    """The cpu launcher looked only at arrays passed alone: it ran a descriptor's
+    store into a read-only array (found by tests/launch/test_read_only.py mirrored)."""
+    src = np.arange(16 * rows, dtype=np.float32).reshape(rows, 16)
+    for dst, refused in ((read_only(np.zeros((rows, 16))), True), (np.zeros((rows, 16), np.float32), False)):
+        args = (TensorDescriptor.from_tensor(src, [16, 16]), TensorDescriptor.from_tensor(dst, [16, 16]))
+        compiled = descriptor_copy.compile(*args, target="cpu")
+        launch = lambda: HOST.launcher().launch(compiled, (1, 1, 1), descriptor_copy.plan(args, {}).args)  # noqa: E731
+        if refused:
+            with pytest.raises(ValueError, match=r"stores through `dst` \(.*\).* is read-only"):
+                launch()
+            assert not dst.any()
+        else:
+            launch()
+            np.testing.assert_array_equal(dst, src)

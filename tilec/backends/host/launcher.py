@@ -45,7 +45,7 @@ import numpy as np
 
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType, Type
-from tilec.launch.args import KernelArg
+from tilec.launch.args import KernelArg, host_array
 from tilec.launch.compiler import CompiledKernel
 from tilec.targets.base import CODEGEN_OPT_LEVEL
 from tilec.backends.host import TARGET
@@ -199,11 +199,7 @@ def undefined_symbols(obj: bytes) -> list[str]:
 
 
 def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
-    """A ValueError naming the first read-only array the kernel may write."""
-    from tilec.opt.written_pointers import written_arguments
+    """A ValueError naming the first read-only host array the kernel may write."""
+    from tilec.opt.written_pointers import refuse_read_only_arrays
 
-    written = written_arguments(compiled.fn)
-    for a in args:
-        if a.name in written and isinstance(a.value, np.ndarray) and not a.value.flags.writeable:
-            raise ValueError(f"kernel `{compiled.name}` may store through `{a.name}`, but the array passed as "
-                             f"`{a.name}` is read-only; nothing ran. Pass a writable array, e.g. a copy: np.array(...)")
+    refuse_read_only_arrays(compiled.name, compiled.fn, [(a.name, host_array(a)) for a in args])
