@@ -96,7 +96,12 @@ def _refusal(backend, gpu):
     from tilec.errors import CompilationError, OutOfResources, TilecError
 
     try:
-        backend.compile(gpu)
+        if gpu.target in CPU_ARCHS:  # the object alone: its assembly text would run LLVM's code generator again
+            from tilec.backends.host.stages import compile_for_cpu
+
+            compile_for_cpu(gpu, assembly=False)
+        else:
+            backend.compile(gpu)
     except (CompilationError, OutOfResources) as e:
         return f"{type(e).__name__}: {str(e).splitlines()[0]}"
     except TilecError as e:

@@ -91,7 +91,10 @@ STAGES: list[Stage] = [
 ]
 
 
-def compile_for_cpu(compiled: CompiledKernel) -> None:
+def compile_for_cpu(compiled: CompiledKernel, assembly: bool = True) -> None:
     """Run every stage on ``compiled.fn`` for its target (``cpu``, or a cross
-    target: ``target.target_facts``), filling ``compiled.asm``."""
-    run_stages(compiled, STAGES, Build(target_facts(compiled.target), compiled.options, compiled.metadata))
+    target: ``target.target_facts``), filling ``compiled.asm``; without
+    ``assembly``, all but the assembly text (LLVM's code generator runs once,
+    for the object: what a compile check needs)."""
+    stages = STAGES if assembly else [s for s in STAGES if s.name != "asm"]
+    run_stages(compiled, stages, Build(target_facts(compiled.target), compiled.options, compiled.metadata))
