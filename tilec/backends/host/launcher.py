@@ -16,7 +16,7 @@ Under ``debug=True`` (``@jit(debug=True)`` or the launch's keyword) every
 access is checked against the arrays passed, whose spans the launch hands
 the code in a table (``bounds.py``), and a bad one raises
 ``InterpreterError`` naming the line, the argument and the offset after
-the launch, having touched nothing.  Otherwise nothing checks the accesses
+the launch; the bad access is never made.  Otherwise nothing checks the accesses
 (the interpreter does, ``TILEC_INTERPRET=1``): an index out of bounds reads
 or writes whatever memory is there, as on a GPU, and may stop the process
 with a segmentation fault.  It never stops it silently: the first load
