@@ -17,11 +17,16 @@ alignment specialization sees what the host saw.
 """
 from __future__ import annotations
 
+import copy
 import ctypes
+import dataclasses
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
+
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 ALIGN = 256
 
@@ -90,8 +95,10 @@ def _host_array(value: Any):
 
 
 def _through_tuples(value: Any, fn) -> Any:
-    """``fn`` applied to ``value``, or to each element of a tuple argument (nested; a named
-    tuple keeps its class): tuple arguments hold arrays too."""
+    """``fn`` applied to ``value``, to each element of a tuple argument (nested; a named
+    tuple keeps its class), or to a host tensor descriptor's base: they hold arrays too."""
+    if isinstance(value, TensorDescriptor):
+        return dataclasses.replace(value, base=fn(value.base))
     if not isinstance(value, tuple):
         return fn(value)
     items = [_through_tuples(v, fn) for v in value]
@@ -129,14 +136,16 @@ def mirror_launches(jit_function_class) -> None:
     jit_function_class.run = run
 
 
-def _interpret_on_copies(host_run, kernel, args, kwargs, grid) -> None:
-    """Run on the interpreter with every array copied (errors raise as on the host)."""
-    host_run(kernel, *[_through_tuples(a, _copy) for a in args], grid=grid,
+def _interpret_on_copies(host_run, kernel, args, kwargs, grid) -> Any:
+    """Run on the interpreter with every array copied (errors raise as on the host);
+    the variant that ran."""
+    return host_run(kernel, *[_through_tuples(a, _copy) for a in args], grid=grid,
              **{k: _through_tuples(v, _copy) for k, v in kwargs.items()})
 
 
 def _copy(v: Any) -> Any:
-    """An array over a copy of ``v``'s byte span, with ``v``'s shape and strides."""
+    """An array over a copy of ``v``'s byte span, with ``v``'s shape and strides, at the
+    same address modulo ``ALIGN`` (alignment specialization sees what it saw)."""
     if not isinstance(v, np.ndarray):
         host = _host_array(v)
         if host is None:
@@ -145,8 +154,10 @@ def _copy(v: Any) -> Any:
     if v.size == 0:
         return v.copy()
     lo, hi = byte_span(v)
-    raw = np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo)).copy()
-    offset = v.__array_interface__["data"][0] - lo
+    raw = np.empty(hi - lo + ALIGN, np.uint8)
+    start = (lo - raw.ctypes.data) % ALIGN
+    raw[start:start + hi - lo] = np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo))
+    offset = start + v.__array_interface__["data"][0] - lo
     return np.ndarray(v.shape, v.dtype, buffer=raw, offset=offset, strides=v.strides)
 
 
@@ -163,17 +174,39 @@ def mirror_launches_on_cpu(jit_function_class) -> None:
     def run(self, *args, grid, warmup=False, **kwargs):
         if not any(map(_holds_array, list(args) + list(kwargs.values()))) or not ENABLED or warmup:
             return host_run(self, *args, grid=grid, warmup=warmup, **kwargs)
-        _interpret_on_copies(host_run, self, args, kwargs, grid)
-        compiled = self.compile(*args, target="cpu", **kwargs)
-        plan = self.plan(args, kwargs)
+        if not self.cache:  # never compiled, or cleared (to take new globals): so is the twin
+            _TWINS.pop(self, None)
+        interpreted = _interpret_on_copies(host_run, self, args, kwargs, grid)
+        twin = _cpu_twin(self)
+        compiled = twin.compile(*args, target="cpu", **kwargs)
+        plan = twin.plan(args, kwargs)
         backend("host").launcher().launch(compiled, normalize_grid(grid, plan.bound, self.__name__), plan.args)
-        return compiled
+        return interpreted  # the variant a plain run returns, which tests inspect
 
     jit_function_class.run = run
 
 
+#: Each kernel's twin, which holds its ``cpu`` variants.
+_TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _cpu_twin(kernel):
+    """``kernel`` with a variant cache of its own: the mirror's ``cpu`` variants stay
+    out of ``kernel.cache``, whose variants (the interpreter's) tests count."""
+    from tilec.launch.jit import VariantCache
+
+    twin = _TWINS.get(kernel)
+    if twin is None:
+        twin = _TWINS[kernel] = copy.copy(kernel)
+        twin.cache = VariantCache()
+        twin._launches = twin.cache.launches
+    return twin
+
+
 def _holds_array(value: Any) -> bool:
-    """Whether ``value`` is a numpy array or a tuple holding one."""
+    """Whether ``value`` is a numpy array, or a tuple or tensor descriptor holding one."""
     if isinstance(value, tuple):
         return any(map(_holds_array, value))
+    if isinstance(value, TensorDescriptor):
+        return _holds_array(value.base)
     return isinstance(value, np.ndarray)

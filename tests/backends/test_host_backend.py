@@ -21,6 +21,7 @@ import tilec
 import tilec.language as tl
 from kernels.vector_add import add_kernel
 from launch.kernels import fresh
+from launch.test_cache import disk_cache  # noqa: F401 (a fixture)
 from tilec import cli
 from tilec.errors import CompilationError, OutOfResources
 from tilec.launch import cache
@@ -206,6 +207,33 @@ def test_a_cached_variant_keeps_its_object_code_and_runs(tmp_path, monkeypatch):
     again = run_on_cpu(kernel, (3, 1, 1), x, y, out, n, BLOCK_SIZE=16)
     assert (cache.STATS["stored"], cache.STATS["hit"]) == (1, 1)
     assert again is not first and again.asm == first.asm
+    np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.parametrize("other_level", ["x86-64", "x86-64-v3"])
+def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(disk_cache, monkeypatch, other_level):
+    """The entry is a JSON header and raw sections (no pickle): the object's
+    bytes as they are; a process at another CPU level misses it and stores its own."""
+    import dataclasses
+    import json
+
+    from tilec.backends.host import target as host_target_module
+    from tilec.launch.cache_entry import kernel_sections, unpack_entry
+
+    x, y, out, n = vectors()
+    mine = fresh(add_kernel).compile(x, y, out, n, BLOCK_SIZE=16, target="cpu")
+    (entry,) = (disk_cache / "kernel").iterdir()
+    payload = cache.read_entry("kernel", entry.stem)
+    header = json.loads(payload.partition(b"\n")[0])  # one line of JSON, then the raw sections
+    assert {"name": "obj", "kind": "bytes", "size": len(mine.asm["obj"])} in header["sections"]
+    assert unpack_entry(payload, "kernel", kernel_sections("cpu"))[1]["obj"] == mine.asm["obj"]
+    facts = host_target_module.host_target()
+    if facts.cpu == other_level or not facts.triple.startswith("x86_64"):
+        pytest.skip(f"this process is at {facts.cpu} already")
+    monkeypatch.setattr(host_target_module, "host_target", lambda: dataclasses.replace(facts, cpu=other_level))
+    theirs = run_on_cpu(fresh(add_kernel), (3, 1, 1), x, y, out, n, BLOCK_SIZE=16)
+    assert (cache.STATS["stored"], cache.STATS["hit"]) == (2, 0) and len(list((disk_cache / "kernel").iterdir())) == 2
+    assert theirs.asm["obj"] != mine.asm["obj"]
     np.testing.assert_array_equal(out, x + y)
 
 
@@ -397,5 +425,5 @@ def test_a_failed_assertion_reports_the_line_and_stops_the_process(tmp_path):
 def test_a_read_only_array_it_may_write_is_refused_before_anything_runs():
     x, y, out, n = vectors()
     out.setflags(write=False)
-    with pytest.raises(ValueError, match="may store through `output_ptr`.*read-only; nothing ran"):
+    with pytest.raises(ValueError, match=r"stores through `output_ptr` \(store at .*01_vector_add.py:\d+\).*read-only"):
         run_on_cpu(add_kernel, (3, 1, 1), x, y, out, n, BLOCK_SIZE=16)

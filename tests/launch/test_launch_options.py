@@ -43,6 +43,12 @@ def operands(n, dtype):
     return [rng.standard_normal(n).astype(dtype) for _ in range(3)] + [np.full(n, 77, dtype)]
 
 
+def assert_a_times_b_plus_c(out, a, b, c) -> None:
+    """``out`` is ``a * b + c`` rounded after each op (the interpreter) or once, fused
+    (a GPU's fma, code compiled for the CPU: ``TILEC_TEST_DEVICE`` runs these there)."""
+    assert (np.abs(out - (a * b + c)) <= np.spacing(np.abs(a * b)) + np.spacing(np.abs(out))).all()
+
+
 def ptx(dtype="float32", **options):
     return fresh(mul_add_kernel).compile(*operands(32, dtype), 32, BLOCK=32, target="sm_80", **options).asm["ptx"]
 
@@ -68,8 +74,8 @@ def test_fp_fusion_either_way_computes_a_times_b_plus_c_on_the_host(dtype, n, fu
     a, b, c = (data.draw(elems) for _ in range(3))
     out = np.zeros(n, dtype)
     mul_add_kernel[(tilec.cdiv(n, 16),)](a, b, c, out, n, BLOCK=16, enable_fp_fusion=fusion)
-    if fusion:  # the interpreter rounds each op; a GPU's fma only the sum (TILEC_TEST_DEVICE=cuda runs this there)
-        assert (np.abs(out - (a * b + c)) <= np.spacing(np.abs(a * b)) + np.spacing(np.abs(out))).all()
+    if fusion:
+        assert_a_times_b_plus_c(out, a, b, c)
     else:
         np.testing.assert_array_equal(out, a * b + c)
 
@@ -91,7 +97,7 @@ def test_maxnreg_caps_registers_in_the_ptx():
 def test_maxnreg_is_accepted_on_the_host():
     a, b, c, out = operands(20, np.float32)
     mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, maxnreg=32)
-    np.testing.assert_array_equal(out, a * b + c)
+    assert_a_times_b_plus_c(out, a, b, c)
 
 
 @pytest.mark.parametrize("value", [0, -1, True, 2.0])
@@ -106,7 +112,7 @@ def test_maxnreg_must_be_a_positive_int(value):
 def test_num_ctas_1_is_accepted_everywhere():
     a, b, c, out = operands(20, np.float32)
     mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, num_ctas=1)
-    np.testing.assert_array_equal(out, a * b + c)
+    assert_a_times_b_plus_c(out, a, b, c)
     assert "fma" in fresh(mul_add_kernel).compile(a, b, c, out, 20, BLOCK=16, target="sm_90", num_ctas=1).asm["ptx"]
 
 
@@ -131,7 +137,7 @@ def wait_for_flag_kernel(flag_ptr):
 def test_a_cooperative_grid_runs_a_kernel_whose_blocks_cannot_wait():
     a, b, c, out = operands(20, np.float32)
     mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, launch_cooperative_grid=True)
-    np.testing.assert_array_equal(out, a * b + c)
+    assert_a_times_b_plus_c(out, a, b, c)
 
 
 def test_a_cooperative_grid_refuses_a_kernel_whose_blocks_may_wait():
@@ -144,7 +150,7 @@ def test_a_cooperative_grid_refuses_a_kernel_whose_blocks_may_wait():
 def test_pdl_is_a_hint():
     a, b, c, out = operands(20, np.float32)
     mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, launch_cooperative_grid=False, launch_pdl=True)
-    np.testing.assert_array_equal(out, a * b + c)
+    assert_a_times_b_plus_c(out, a, b, c)
     with pytest.raises(ValueError, match="launch_pdl must be True or False, got 'yes'"):
         mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, launch_pdl="yes")
 
@@ -179,7 +185,7 @@ def test_configs_take_num_ctas_and_maxnreg():
     kernel = tilec.autotune(configs, key=["n"], cache_results=False)(fresh(mul_add_kernel))
     a, b, c, out = operands(100, np.float32)
     kernel[lambda meta: (tilec.cdiv(100, meta["BLOCK"]),)](a, b, c, out, 100)
-    np.testing.assert_array_equal(out, a * b + c)
+    assert_a_times_b_plus_c(out, a, b, c)
     assert list(kernel.skipped) == [configs[1]] and "num_ctas=2" in kernel.skipped[configs[1]]
     assert configs[0].all_kwargs() == {"BLOCK": 16, "num_warps": 4, "num_ctas": 1, "num_stages": 3, "maxnreg": 32}
     assert configs[2].all_kwargs() == {"BLOCK": 64, "enable_fp_fusion": False, "num_warps": 4, "num_ctas": 1,

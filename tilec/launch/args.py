@@ -160,6 +160,13 @@ def launch_values(args: Sequence[KernelArg]) -> list[tuple[str, Any]]:
     return out
 
 
+def host_array(a: KernelArg) -> Optional[np.ndarray]:
+    """The numpy array argument ``a`` passes to a host launch (a host tensor
+    descriptor's base among them), or None."""
+    value = a.value[0] if isinstance(a.type, DescriptorParam) else a.value
+    return value if isinstance(value, np.ndarray) else None
+
+
 def is_array(value: Any) -> bool:
     """True for anything ``classify_arg`` would pass as a pointer."""
     return any(accepts(value) for accepts, make in _CLASSIFIERS if make in _ARRAY_MAKERS)

@@ -39,7 +39,10 @@ class Options:
       spills beyond it); the host has no registers and ignores it;
     * ``enable_fp_fusion``: whether ``a * b + c`` on floats may become one
       ``fma`` (rounded once); False keeps the multiply and the add apart, each
-      rounded, on every target (the interpreter never fuses).
+      rounded, on every target (the interpreter never fuses);
+    * ``debug``: Triton's debug mode; the ``cpu`` target then checks every
+      load, store and atomic against the arrays passed (``backends/host/bounds.py``).
+      The interpreter checks them always; GPU code is the same either way.
     """
 
     num_warps: int = 4
@@ -47,6 +50,7 @@ class Options:
     num_ctas: int = 1
     maxnreg: Optional[int] = None
     enable_fp_fusion: bool = True
+    debug: bool = False
 
     def __post_init__(self):
         for name in ("num_warps", "num_stages", "num_ctas"):
@@ -58,8 +62,9 @@ class Options:
                                     "launch with num_ctas=1")
         if self.maxnreg is not None:
             _check_positive_int("maxnreg", self.maxnreg)
-        if not isinstance(self.enable_fp_fusion, bool):
-            raise LaunchOptionError(f"enable_fp_fusion must be True or False, got {self.enable_fp_fusion!r}")
+        for name in ("enable_fp_fusion", "debug"):
+            if not isinstance(getattr(self, name), bool):
+                raise LaunchOptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
 
 def _check_positive_int(name: str, value: Any) -> None:
@@ -95,6 +100,7 @@ class KernelMetadata:
     num_ctas: int = 1
     maxnreg: Optional[int] = None
     enable_fp_fusion: bool = True
+    debug: bool = False
     shared: int = 0
     registers: Optional[int] = None
     spill_stores: Optional[int] = None

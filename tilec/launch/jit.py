@@ -64,10 +64,10 @@ from tilec.targets.registry import HOST_PLACE, Launcher, active_driver, backend_
 #: (those are ``Options``), with their defaults.  A cooperative grid (blocks
 #: that may wait for each other) runs where no block can wait, refused
 #: otherwise (``check_cooperative``); programmatic dependent
-#: launch is a scheduling hint tilec takes and does not act on.
-#: ``debug`` is Triton's switch for ``device_assert``, which tilec always checks.
-LAUNCH_FLAG_DEFAULTS: dict[str, Optional[bool]] = {"launch_cooperative_grid": False, "launch_pdl": False,
-                                                    "debug": None}
+#: launch is a scheduling hint tilec takes and does not act on.  ``debug``
+#: is an ``Options`` field (it changes the cpu target's code); a launch's
+#: ``debug=None`` leaves it to ``@jit(debug=...)``.
+LAUNCH_FLAG_DEFAULTS: dict[str, Optional[bool]] = {"launch_cooperative_grid": False, "launch_pdl": False}
 LAUNCH_OPTIONS = frozenset(OPTION_DEFAULTS) | frozenset(LAUNCH_FLAG_DEFAULTS)
 
 
@@ -186,7 +186,7 @@ class JITFunction(KernelInterface):
             place, device = common_place(classified, self.__name__)
             target = self._launcher(place).default_target(classified, device)
         backend_for(target)  # an unknown target is a ValueError naming the valid ones, before any compile
-        return self._variant(classified, code_options(options, self.__name__), target)
+        return self._variant(classified, code_options(options, self.__name__, self.debug), target)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TilecError(f"kernel `{self.__name__}` is launched with a grid, `{self.__name__}[grid](...)`; "
@@ -224,7 +224,7 @@ class JITFunction(KernelInterface):
         return self._plan(args, *self._take_options(kwargs))
 
     def _plan(self, args: Sequence, kwargs: dict, options: dict) -> "LaunchPlan":
-        code = code_options(options, self.__name__)
+        code = code_options(options, self.__name__, self.debug)
         bound = self._bind(args, kwargs)
         classified = self._classify(bound)
         place, device = common_place(classified, self.__name__)
@@ -370,14 +370,18 @@ def options_key(options: dict) -> frozenset:
     return frozenset((n, type(v), v) for n, v in options.items()) if options else _NO_OPTIONS
 
 
-def code_options(options: dict, kernel: str) -> Options:
+def code_options(options: dict, kernel: str, debug: Optional[bool] = None) -> Options:
     """The ``Options`` a launch's ``options`` compile for, after checking the
-    launch-only flags (``LAUNCH_FLAG_DEFAULTS``)."""
+    launch-only flags (``LAUNCH_FLAG_DEFAULTS``); ``debug`` is the kernel's
+    ``@jit(debug=...)``, which a launch's ``debug=None`` (or none) keeps."""
     for name, default in LAUNCH_FLAG_DEFAULTS.items():
         value = options.get(name, default)
         if not (isinstance(value, bool) or value is default):
             raise ValueError(f"kernel `{kernel}`: {name} must be True or False, got {value!r}")
-    return Options(**{n: v for n, v in options.items() if n in OPTION_DEFAULTS})
+    code = {n: v for n, v in options.items() if n in OPTION_DEFAULTS}
+    if code.get("debug") is None:
+        code["debug"] = bool(debug)
+    return Options(**code)
 
 
 def mock_tensor(value: Any) -> Any:
@@ -417,8 +421,12 @@ def jit(fn: Optional[Callable] = None, *, version: Any = None, do_not_specialize
 
     * ``do_not_specialize`` / ``do_not_specialize_on_alignment``: parameters
       (names or positions) kept from specializing (``params.py``);
-    * ``debug``: Triton's switch for ``device_assert``; tilec checks every
-      ``device_assert`` (and the host interpreter every access) either way;
+    * ``debug``: Triton's debug mode (a launch's ``debug=`` overrides it):
+      code compiled for the host CPU checks every load, store and atomic
+      against the arrays passed and raises ``InterpreterError`` naming the
+      line, the argument and the offset; the interpreter checks them and
+      every ``device_assert`` either way, and so does GPU code (whose code
+      it does not change);
     * ``noinline``: tilec inlines every call (its only call model), with the
       same results as a call;
     * ``version``, ``repr``, ``launch_metadata``: kept as attributes; tilec

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from tilec.ir.core import Block, Function, Loc, Op, Value, walk
 from tilec.ir.ops import AtomicCAS, AtomicRMW, Condition, For, If, Load, Store, While, Yield
@@ -61,6 +61,27 @@ def written_arguments(fn: Function) -> dict[str, WriteSite]:
     if written is None:
         written = _WRITTEN[fn] = _find_written(fn)
     return written
+
+
+def refuse_read_only_arrays(kernel: str, fn: Function, arrays: Iterable[tuple[str, Any]]) -> None:
+    """A ValueError naming the first read-only numpy array among ``arrays``
+    (argument name, array or None) that kernel ``fn`` may write, and where
+    (the analysis is remembered per variant: a launch pays a lookup and a loop)."""
+    written = written_arguments(fn)
+    for name, array in arrays:
+        if name in written and array is not None and not array.flags.writeable:
+            raise ValueError(_read_only_message(kernel, name, written[name]))
+
+
+def _read_only_message(kernel: str, name: str, site: WriteSite) -> str:
+    # an op built without a source location (line 0) is named by its op alone
+    where = site.op if site.loc.line <= 0 else f"{site.op} at {site.loc.file}:{site.loc.line}"
+    how = (f"stores through `{name}` ({where})" if site.traced else
+           f"stores through a pointer tilec cannot trace to one argument ({where}: loaded from memory or "
+           f"made from an integer), so it may write any array, `{name}` too")
+    return (f"kernel `{kernel}` {how}, but the array passed as `{name}` is read-only (np.frombuffer over "
+            "bytes, a read-only mmap, setflags(write=False)...); nothing ran. Pass a writable array, "
+            f"e.g. a copy: np.array(...)")
 
 
 def _find_written(fn: Function) -> dict[str, WriteSite]:

@@ -24,14 +24,16 @@ from typing import Any, Sequence
 from tilec.targets.base import Target
 from tilec.targets.registry import HOST_PLACE, Backend, Launcher, Stage
 
-#: The host backend's one target.
+#: The host backend's target: this process's CPU.
 TARGET = "cpu"
+#: The targets it cross-compiles for (``target.CROSS_TRIPLES``; object code, run only on their CPU).
+CROSS_TARGETS = ("aarch64",)
 
 
 class HostBackend(Backend):
-    """The host CPU: compiles for ``"cpu"`` and runs host arrays."""
+    """The host CPU: compiles for ``"cpu"`` (and ``CROSS_TARGETS``) and runs host arrays."""
 
-    targets = (TARGET,)
+    targets = (TARGET, *CROSS_TARGETS)
     default_target = TARGET
     places = (HOST_PLACE,)
     default_stage = "asm"
@@ -50,8 +52,9 @@ class HostBackend(Backend):
     def language_target(self, name: str) -> tuple[str, Any, int]:
         """As the interpreter's (``"cpu"`` for its names): no GPU backend, warps
         of 32 threads in what a kernel computes from them (``num_threads``),
-        so a kernel means the same compiled or interpreted."""
-        return (name, name, 32)
+        so a kernel means the same compiled or interpreted; a cross target is
+        backend ``"cpu"`` of its own arch."""
+        return (TARGET, name, 32)
 
     def launcher(self) -> Launcher:
         """``launcher.py``: runs ``cpu`` variants on host arrays."""
@@ -60,12 +63,12 @@ class HostBackend(Backend):
         return launcher
 
     def target(self, name: str) -> Target:
-        from tilec.backends.host.target import host_target
+        from tilec.backends.host.target import target_facts
 
-        return host_target()
+        return target_facts(name)
 
     def toolchain(self, target: str) -> tuple:
-        """LLVM (llvmlite's version), the triple and the CPU level the code is made for (this process's)."""
+        """LLVM (llvmlite's version), the triple and the CPU level the code is made for."""
         import llvmlite
 
         facts = self.target(target)

@@ -9,8 +9,9 @@ A scalar is one LLVM value, as on the GPU.  Per element, every op computes
 what the GPU's does: the same emitters (``codegen_llvm.scalar_ops``,
 ``scalar_casts``, ``scalar_math``) give the element's LLVM code.
 
-``lower(fn, target, lowering, fp_fusion)`` makes a module holding the kernel
-``fn`` as a function taking its arguments, then the program's ids and the
+``lower(fn, target, lowering, fp_fusion, debug)`` makes a module holding the
+kernel ``fn`` as a function taking its arguments, under ``debug`` the table
+its bounds checks read (``bounds.py``), then the program's ids and the
 grid's size (``GRID_PARAMS``, i32 each).  Each op class has a rule in
 ``RULES`` (``@host_rule(OpClass)``, in ``rules_*.py``); an op without one is
 a CompilationError at its line.
@@ -37,6 +38,7 @@ from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.codegen_llvm.kernel import _located, param_type
 from tilec.codegen_llvm.scalar_base import ScalarContext, declare, memory_type
+from tilec.backends.host.bounds import Checks
 from tilec.backends.host.tiles import CHEAP, Buffer, Lazy, Tile, numel, write
 
 #: The i32 parameters the kernel takes after its own arguments.
@@ -65,7 +67,7 @@ class HostCtx:
     every value, which decide when a tile is made a buffer."""
 
     def __init__(self, fn: Function, target: Target, lowering: Any, module: llir.Module,
-                 kernel: llir.Function, float_flags: tuple[str, ...]):
+                 kernel: llir.Function, float_flags: tuple[str, ...], debug: bool = False):
         self.fn, self.target, self.lowering, self.module = fn, target, lowering, module
         self.kernel = kernel
         self._allocas = kernel.append_basic_block("allocas")
@@ -76,6 +78,7 @@ class HostCtx:
         self.grid = list(kernel.args[len(kernel.args) - len(GRID_PARAMS):])
         self._order, self._last_use, self._nested_use, self._count = _uses(fn)
         self._loaded: set[Value] = set()  # tiles bound lazily that read global memory
+        self.checks = Checks(fn, kernel.args[len(fn.args)]) if debug else None  # bounds.py
 
     # --- values -----------------------------------------------------------------
     def __getitem__(self, v: Value) -> Any:
@@ -119,10 +122,20 @@ class HostCtx:
     def _alloca(self, t: llir.Type) -> llir.Instruction:
         """Stack memory for a ``t`` in the kernel's first block (once per
         call, however often the code using it runs), as an opaque pointer."""
-        with self.b.goto_block(self._allocas):
+        with self.in_prologue():
             ptr = self.b.alloca(t)
         ptr.type = llir.PointerType()  # llvmlite types it; LLVM 22 pointers are opaque
         return ptr
+
+    def in_prologue(self):
+        """Position the builder, for a ``with`` block, in the kernel's first block
+        (code that runs once per program, before any other)."""
+        return self.b.goto_block(self._allocas)
+
+    def check_access(self, op: Op, p: llir.Value) -> None:
+        """Under ``debug``, check ``op``'s access at ``p`` (``bounds.py``); else nothing."""
+        if self.checks is not None:
+            self.checks.check(self, op, p)
 
     def keep_loaded(self, op: Op) -> None:
         """Before ``op``, which may write memory: make a buffer of every loaded
@@ -203,17 +216,24 @@ def _uses(fn: Function) -> tuple[dict, dict, dict, dict]:
     return order, last, nested, count
 
 
-def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True) -> HostKernel:
-    """The LLVM module of kernel ``fn`` for the host ``target`` (module docstring)."""
+def kernel_params(fn: Function, debug: bool) -> list[llir.Type]:
+    """The kernel's parameters: its arguments, under ``debug`` the bounds table
+    (``bounds.py``), then ``GRID_PARAMS``."""
+    return ([param_type(a.type) for a in fn.args] + [llir.PointerType()] * debug
+            + [llir.IntType(32)] * len(GRID_PARAMS))
+
+
+def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True, debug: bool = False) -> HostKernel:
+    """The LLVM module of kernel ``fn`` for the host ``target`` (module
+    docstring), checking every access under ``debug`` (``bounds.py``)."""
     from tilec.backends.host import rules_control, rules_dot, rules_memory, rules_reduce, rules_values  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout
-    params = [param_type(a.type) for a in fn.args] + [llir.IntType(32)] * len(GRID_PARAMS)
-    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), params), fn.name)
+    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), kernel_params(fn, debug)), fn.name)
     for a in kernel.args[:len(fn.args)]:
         a.add_attribute("noundef")
-    ctx = HostCtx(fn, target, lowering, module, kernel, ("contract",) if fp_fusion else ())
+    ctx = HostCtx(fn, target, lowering, module, kernel, ("contract",) if fp_fusion else (), debug)
     for a, p in zip(fn.args, kernel.args):
         p.name = fn.arg_names[a.index] if a.index < len(fn.arg_names) else f"arg{a.index}"
         is_bool = isinstance(a.type, ScalarType) and a.type.is_bool

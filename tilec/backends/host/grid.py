@@ -20,7 +20,8 @@ from tilec.ir.types import PointerType, ScalarType, Type
 from tilec.codegen_llvm.kernel import I32, I64, param_type
 from tilec.codegen_llvm.scalar_base import counted_loop
 from tilec.targets.base import Target
-from tilec.backends.host.codegen import GRID_PARAMS
+from tilec.backends.host.bounds import stop_if_failed
+from tilec.backends.host.codegen import kernel_params
 
 #: What ``grid_entry`` appends to the kernel's name.
 GRID_SUFFIX = "_grid"
@@ -34,23 +35,25 @@ def entry_type(t: Type) -> llir.Type:
     return llir.IntType(8 if t.is_bool else t.bits)
 
 
-def grid_entry(fn: Function, target: Target) -> str:
+def grid_entry(fn: Function, target: Target, debug: bool = False) -> str:
     """LLVM IR text of a module defining ``<kernel>_grid`` (module docstring)
-    and declaring the kernel ``fn`` as ``codegen.lower`` made it."""
+    and declaring the kernel ``fn`` as ``codegen.lower`` made it.  Under
+    ``debug`` both take the bounds table after the arguments, and the
+    entry stops at the first program that fails a check (``bounds.py``)."""
     module = llir.Module(fn.name + GRID_SUFFIX)
     module.triple, module.data_layout = target.triple, target.data_layout
-    kernel_params = [param_type(a.type) for a in fn.args]
-    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), kernel_params + [I32] * len(GRID_PARAMS)),
-                           fn.name)
-    entry = llir.Function(module, llir.FunctionType(llir.VoidType(),
-                                                    [entry_type(a.type) for a in fn.args] + [I32] * 3 + [I64] * 2),
+    params = kernel_params(fn, debug)
+    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), params), fn.name)
+    own = [entry_type(a.type) for a in fn.args] + [llir.PointerType()] * debug
+    entry = llir.Function(module, llir.FunctionType(llir.VoidType(), own + [I32] * 3 + [I64] * 2),
                           fn.name + GRID_SUFFIX)
     names = [fn.arg_names[a.index] if a.index < len(fn.arg_names) else f"arg{a.index}" for a in fn.args]
-    for p, name in zip(entry.args, names + ["gx", "gy", "gz", "first", "last"]):
+    for p, name in zip(entry.args, names + ["bounds"] * debug + ["gx", "gy", "gz", "first", "last"]):
         p.name = name
     b = llir.IRBuilder(entry.append_basic_block("entry"))
-    args = [_from_bits(b, p, k, a.type) for p, k, a in zip(entry.args, kernel_params, fn.args)]
-    grid = list(entry.args[len(fn.args):len(fn.args) + 3])
+    args = [_from_bits(b, p, k, a.type) for p, k, a in zip(entry.args, params, fn.args)]
+    args += entry.args[len(fn.args):len(own)]  # the bounds table
+    grid = list(entry.args[len(own):len(own) + 3])
     first, last = entry.args[-2:]
     gx, gy = (b.zext(g, I64) for g in grid[:2])
 
@@ -59,6 +62,8 @@ def grid_entry(fn: Function, target: Target) -> str:
         rest = b.udiv(i, gx)
         ids = [b.trunc(v, I32) for v in (b.urem(i, gx), b.urem(rest, gy), b.udiv(rest, gy))]
         b.call(kernel, args + ids + grid)
+        if debug:
+            stop_if_failed(b, entry.args[len(fn.args)])
     counted_loop(b, b.sub(last, first), program)
     b.ret_void()
     return str(module)

@@ -12,12 +12,17 @@ the programs run on this process's threads (``threads.py``); ctypes lets go
 of the GIL for the call.  A launch is synchronous: a ``stream=`` has nothing
 to order.
 
-Nothing checks the accesses (the interpreter does, ``TILEC_INTERPRET=1``):
-an index out of bounds reads or writes whatever memory is there, as on a
-GPU, and may stop the process with a segmentation fault.  It never stops it
-silently: the first load turns on Python's ``faulthandler`` (unless the
-program has already), which prints every thread's Python stack, the
-``kernel[grid](...)`` line included, before the process ends.  An array the kernel
+Under ``debug=True`` (``@jit(debug=True)`` or the launch's keyword) every
+access is checked against the arrays passed, whose spans the launch hands
+the code in a table (``bounds.py``), and a bad one raises
+``InterpreterError`` naming the line, the argument and the offset after
+the launch; the bad access is never made.  Otherwise nothing checks the accesses
+(the interpreter does, ``TILEC_INTERPRET=1``): an index out of bounds reads
+or writes whatever memory is there, as on a GPU, and may stop the process
+with a segmentation fault.  It never stops it silently: the first load
+turns on Python's ``faulthandler`` (unless the program has already), which
+prints every thread's Python stack, the ``kernel[grid](...)`` line
+included, before the process ends.  An array the kernel
 may write must be writable (``opt/written_pointers.py``), or the launch is
 refused before anything runs.
 
@@ -40,12 +45,13 @@ import numpy as np
 
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType, Type
-from tilec.launch.args import KernelArg
+from tilec.launch.args import KernelArg, host_array
 from tilec.launch.compiler import CompiledKernel
 from tilec.targets.base import CODEGEN_OPT_LEVEL
 from tilec.backends.host import TARGET
+from tilec.backends.host.bounds import Table
 from tilec.backends.host.grid import GRID_SUFFIX
-from tilec.backends.host.target import host_target
+from tilec.backends.host.target import host_target, target_facts
 from tilec.backends.host.threads import run_programs
 
 #: The libraries whose routines compiled code calls: LLVM's for 16-bit floats
@@ -89,9 +95,14 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     if total == 0:
         return  # an empty grid launches no program
     loaded = compiled.runtime.get(TARGET) or load(compiled)
-    values = [_entry_value(a.type, v) for a, v in zip(compiled.fn.args, compiled.runtime_args(args))]
-    run_programs(lambda first, last: loaded.entry(*values, *grid, first, last), total,
+    arrays = compiled.runtime_args(args)
+    values = [_entry_value(a.type, v) for a, v in zip(compiled.fn.args, arrays)]
+    table = Table(compiled.fn, arrays) if compiled.options.debug else None
+    hidden = [table.address] if table is not None else []
+    run_programs(lambda first, last: loaded.entry(*values, *hidden, *grid, first, last), total,
                  compiled.metadata.shared if compiled.metadata else 0)
+    if table is not None:
+        table.raise_bad_access(grid)
 
 
 def _entry_value(t: Type, value: Any) -> int:
@@ -114,10 +125,11 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     import llvmlite.binding as llvm
 
     obj = compiled.asm["obj"]
+    facts = host_target()
+    check_runs_here(compiled, facts)
     check_symbols(compiled.name, obj)
     if not faulthandler.is_enabled():
         faulthandler.enable()
-    facts = host_target()
     machine = llvm.Target.from_triple(facts.triple).create_target_machine(  # the engine owns (and frees) it
         cpu=facts.cpu, features=facts.features, opt=CODEGEN_OPT_LEVEL)
     empty = llvm.parse_assembly("")
@@ -125,11 +137,21 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     engine = llvm.create_mcjit_compiler(empty, machine)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
-    signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *[ctypes.c_int32] * 3,
-                                 ctypes.c_int64, ctypes.c_int64)
+    hidden = [ctypes.c_void_p] * compiled.options.debug  # the bounds table
+    signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *hidden,
+                                 *[ctypes.c_int32] * 3, ctypes.c_int64, ctypes.c_int64)
     loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)))
     compiled.runtime[TARGET] = loaded
     return loaded
+
+
+def check_runs_here(compiled: CompiledKernel, facts) -> None:
+    """A TilecError when ``compiled`` was made for another CPU (a cross target) than this process's."""
+    made_for = target_facts(compiled.target)
+    if made_for.triple != facts.triple:
+        raise TilecError(f"kernel `{compiled.name}` was compiled for target `{compiled.target}` "
+                         f"({made_for.triple}); this process runs {facts.triple}, where only variants "
+                         f"compiled for `{TARGET}` run; nothing ran")
 
 
 def check_symbols(kernel: str, obj: bytes) -> None:
@@ -177,11 +199,7 @@ def undefined_symbols(obj: bytes) -> list[str]:
 
 
 def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
-    """A ValueError naming the first read-only array the kernel may write."""
-    from tilec.opt.written_pointers import written_arguments
+    """A ValueError naming the first read-only host array the kernel may write."""
+    from tilec.opt.written_pointers import refuse_read_only_arrays
 
-    written = written_arguments(compiled.fn)
-    for a in args:
-        if a.name in written and isinstance(a.value, np.ndarray) and not a.value.flags.writeable:
-            raise ValueError(f"kernel `{compiled.name}` may store through `{a.name}`, but the array passed as "
-                             f"`{a.name}` is read-only; nothing ran. Pass a writable array, e.g. a copy: np.array(...)")
+    refuse_read_only_arrays(compiled.name, compiled.fn, [(a.name, host_array(a)) for a in args])

@@ -31,10 +31,11 @@ from tilec.backends.host.tiles import I64, Tile, element_pointer, for_each, lazy
 LOAD_COST = 4
 
 
-def _read(ctx: HostCtx, p: llir.Value, elem, volatile: bool) -> llir.Value:
+def _read(ctx: HostCtx, op: ir.Load, p: llir.Value, elem) -> llir.Value:
     """The element at ``p``; a volatile read is an atomic one (module docstring)."""
+    ctx.check_access(op, p)
     t = memory_type(elem)
-    if volatile:
+    if op.volatile:
         value = ctx.b.load_atomic(p, "monotonic", bit_width(t) // 8, typ=t)
     else:
         value = ctx.b.load(p, typ=t)
@@ -53,7 +54,7 @@ def _load(ctx: HostCtx, op: ir.Load) -> None:
         p = element(c, ptr, coords)
         m = element(c, mask, coords) if mask is not None else None
         fallback = element(c, other, coords) if other is not None else zero
-        return _guarded(c, m, lambda: _read(c, p, elem, op.volatile), fallback)
+        return _guarded(c, m, lambda: _read(c, op, p, elem), fallback)
     t = op.result.type
     if isinstance(t, TileType):
         tile = lazy(t.shape, elem, one, [ptr, mask, other], LOAD_COST)
@@ -73,6 +74,7 @@ def _store(ctx: HostCtx, op: ir.Store) -> None:
         p = element(ctx, ptr, coords)
 
         def write() -> None:
+            ctx.check_access(op, p)
             ctx.b.store(_to_memory(ctx, element(ctx, value, coords), elem), p)
         _guarded(ctx, element(ctx, mask, coords) if mask is not None else None, write, None)
     _each(ctx, op.ptr, one)
@@ -113,6 +115,7 @@ def _atomic_rmw(ctx: HostCtx, op: ir.AtomicRMW) -> None:
 
     def one(coords) -> llir.Value:
         p, v = element(ctx, ptr, coords), _to_memory(ctx, element(ctx, val, coords), elem)
+        ctx.check_access(op, p)
         return _from_memory(ctx, ctx.b.atomic_rmw(name, p, v, ordering), elem)
     _atomic(ctx, op, ctx[op.mask] if op.mask is not None else None, one)
 
@@ -125,11 +128,12 @@ def _atomic_cas(ctx: HostCtx, op: ir.AtomicCAS) -> None:
     as_int = llir.IntType(max(8, elem.bits)) if isinstance(elem, ScalarType) and elem.is_float else None
 
     def one(coords) -> llir.Value:
-        b = ctx.b
+        b, p = ctx.b, element(ctx, ptr, coords)
+        ctx.check_access(op, p)
         c, v = (_to_memory(ctx, element(ctx, x, coords), elem) for x in (cmp, val))
         if as_int is not None:
             c, v = b.bitcast(c, as_int), b.bitcast(v, as_int)
-        old = b.extract_value(b.cmpxchg(element(ctx, ptr, coords), c, v, ordering, _FAILURE[ordering]), 0)
+        old = b.extract_value(b.cmpxchg(p, c, v, ordering, _FAILURE[ordering]), 0)
         return _from_memory(ctx, b.bitcast(old, memory_type(elem)) if as_int is not None else old, elem)
     _atomic(ctx, op, None, one)
 

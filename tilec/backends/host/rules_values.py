@@ -14,7 +14,7 @@ from tilec.ir.types import TileType, elem_type, shape_of
 from tilec.codegen_llvm import scalar_casts, scalar_fp8, scalar_math  # noqa: F401  (fill the emitters' table)
 from tilec.codegen_llvm.elementwise import constant
 from tilec.codegen_llvm.memory import _to_memory
-from tilec.codegen_llvm.scalar_base import LOWER as SCALAR_LOWER, counted_loop
+from tilec.codegen_llvm.scalar_base import LOWER as SCALAR_LOWER, ScalarContext, bit_width, counted_loop, operand_type
 from tilec.codegen_llvm.scalar_ops import emit_scalar
 from tilec.codegen_llvm.control import run_region
 from tilec.backends.host.codegen import HostCtx, host_rule
@@ -43,16 +43,43 @@ def _cost(op: ir.Op) -> int:
 
 
 def _elementwise(ctx: HostCtx, op: ir.Op) -> None:
-    """Any per-element op: its scalar emitter, on scalars now or on each
-    element where the tile is used."""
+    """Any per-element op: its scalar emitter (the host's own, ``HOST_EMITTERS``,
+    else ``codegen_llvm``'s), on scalars now or on each element where the tile is used."""
     operands = [ctx[v] for v in op.operands]
     result = op.results[0]
+    emit = HOST_EMITTERS.get(type(op), emit_scalar)
     if not isinstance(result.type, TileType):
-        ctx.bind(result, emit_scalar(ctx.scalar, op, operands))
+        ctx.bind(result, emit(ctx.scalar, op, operands))
         return
-    fn = lambda c, coords: emit_scalar(c.scalar, op, [element(c, x, coords) for x in operands])  # noqa: E731
+    fn = lambda c, coords: emit(c.scalar, op, [element(c, x, coords) for x in operands])  # noqa: E731
     ctx.bind(result, lazy(shape_of(result.type), elem_type(result.type), fn, operands, _cost(op)))
 
+
+def _extremum_number(ctx: ScalarContext, op: ir.Op, args: list) -> llir.Value:
+    """``maximum``/``minimum`` of floats that return the operand that is not NaN
+    (IEEE 754-2019 maximumNumber, -0.0 below +0.0) by compares and a select.
+    LLVM 22's ``llvm.maximumnum``/``minimumnum`` on x86-64-v4 (AVX-512's
+    ``vfpclass`` path) gives NaN where one operand is known never NaN and the
+    other is NaN (``max(float(i), x)`` with ``x`` NaN); the interpreter gives
+    the other operand, and so does this.  Other extrema: the shared emitter."""
+    if op.propagate_nan or not operand_type(op).is_float:
+        return emit_scalar(ctx, op, args)
+    b, (x, y) = ctx.builder, args
+    larger = isinstance(op, ir.Maximum)
+    beats = b.fcmp_ordered(">" if larger else "<", x, y)
+    tie = b.and_(b.fcmp_ordered("==", x, y), _sign_bit(b, y if larger else x))  # +-0: max takes +0, min -0
+    keep_x = b.or_(b.fcmp_unordered("uno", y, y), b.or_(beats, tie))
+    return b.select(keep_x, x, y)
+
+
+def _sign_bit(b: llir.IRBuilder, x: llir.Value) -> llir.Value:
+    """Whether float ``x``'s sign bit is set."""
+    bits = b.bitcast(x, llir.IntType(bit_width(x.type)))
+    return b.icmp_signed("<", bits, bits.type(0))
+
+
+#: The host's per-element emitters, over ``codegen_llvm``'s, by op class.
+HOST_EMITTERS = {ir.Maximum: _extremum_number, ir.Minimum: _extremum_number}
 
 for _cls in SCALAR_LOWER:
     host_rule(_cls)(_elementwise)

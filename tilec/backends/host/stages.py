@@ -29,7 +29,7 @@ from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, run_stages
 from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
-from tilec.backends.host.target import host_target
+from tilec.backends.host.target import target_facts
 
 
 
@@ -51,11 +51,12 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     from tilec.backends.host.lowering import HostLowering
 
     target = build.target
-    kernel = lower(fn, target, HostLowering(), build.options.enable_fp_fusion)
+    debug = build.options.debug
+    kernel = lower(fn, target, HostLowering(), build.options.enable_fp_fusion, debug)
     check_stack(fn.name, kernel.stack_bytes, target)
     build.metadata.shared_bytes = kernel.stack_bytes
     module = target.parse(kernel.llir)
-    module.link_in(target.parse(grid_entry(fn, target)))
+    module.link_in(target.parse(grid_entry(fn, target, debug)))
     module.link_in(target.parse(libcalls.module(target)))
     module.get_function(fn.name).linkage = "internal"
     optimize(module, target)
@@ -90,6 +91,10 @@ STAGES: list[Stage] = [
 ]
 
 
-def compile_for_cpu(compiled: CompiledKernel) -> None:
-    """Run every stage on ``compiled.fn`` for the ``cpu`` target, filling ``compiled.asm``."""
-    run_stages(compiled, STAGES, Build(host_target(), compiled.options, compiled.metadata))
+def compile_for_cpu(compiled: CompiledKernel, assembly: bool = True) -> None:
+    """Run every stage on ``compiled.fn`` for its target (``cpu``, or a cross
+    target: ``target.target_facts``), filling ``compiled.asm``; without
+    ``assembly``, all but the assembly text (LLVM's code generator runs once,
+    for the object: what a compile check needs)."""
+    stages = STAGES if assembly else [s for s in STAGES if s.name != "asm"]
+    run_stages(compiled, stages, Build(target_facts(compiled.target), compiled.options, compiled.metadata))

@@ -13,6 +13,12 @@ keep them.  On AArch64 the level is ``generic`` (NEON is part of the
 architecture); any other architecture gets LLVM's ``generic`` CPU.  The
 level is part of the compiled code's cache key (``HostBackend.toolchain``).
 
+Besides ``"cpu"`` the backend compiles for ``CROSS_TRIPLES``' targets
+(``"aarch64"``: AArch64 Linux, ``generic``) on any machine: the test suite
+compiles every kernel for AArch64 this way (``tests/gpu_compile_check.py``).
+Such a variant runs only in a process of its triple; elsewhere the launcher
+refuses it.
+
 A program is one thread (``warp_size`` 1, one thread per block): its tiles
 are buffers in its stack memory or loops over their elements
 (``codegen.py``), vectorized by LLVM at the level's vector width.  Registers
@@ -38,6 +44,10 @@ X86_LEVELS = (
 LEVEL_FEATURES = {"x86-64-v4": "-prefer-256-bit"}
 #: Every level's fallback, by architecture (the triple's first part).
 BASELINE_CPUS = {"x86_64": "x86-64"}
+#: The targets besides ``"cpu"`` that the backend compiles for, whatever this
+#: process runs on, with their triples: object code at the baseline level,
+#: which runs only in a process of that triple.
+CROSS_TRIPLES = {"aarch64": "aarch64-unknown-linux-gnu"}
 #: The most stack memory one program's buffers may take (``OutOfResources``
 #: beyond): the launcher's threads have stacks of ``STACK_BYTES``.
 STACK_BYTES = 64 << 20
@@ -58,12 +68,27 @@ def host_target() -> Target:
     """The ``cpu`` target's facts (module docstring)."""
     import llvmlite.binding as llvm
 
-    triple = llvm.get_process_triple()
-    arch = triple.split("-", 1)[0]
     try:
         features = dict(llvm.get_host_cpu_features())
     except RuntimeError:  # LLVM knows no features of this CPU: its baseline
         features = {}
+    return cpu_target(llvm.get_process_triple(), features)
+
+
+@functools.cache
+def cross_target(name: str) -> Target:
+    """The facts of cross target ``name`` (``CROSS_TRIPLES``): its baseline level."""
+    return cpu_target(CROSS_TRIPLES[name], {})
+
+
+def target_facts(name: str) -> Target:
+    """The facts of the host backend's target ``name``: ``"cpu"`` or a cross target."""
+    return host_target() if name == "cpu" else cross_target(name)
+
+
+def cpu_target(triple: str, features: dict[str, bool]) -> Target:
+    """The facts of code for ``triple`` on a CPU with ``features``."""
+    arch = triple.split("-", 1)[0]
     cpu = cpu_level(arch, features)
     return Target(
         name=f"{arch}-{cpu}",

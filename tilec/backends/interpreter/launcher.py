@@ -12,18 +12,12 @@ before anything runs.  A read-only array passed where the kernel only reads
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
-
-import numpy as np
+from typing import Any, Optional, Sequence
 
 from tilec.backends.interpreter import TARGET
 from tilec.errors import InterpreterError
-from tilec.ir.kernel_params import DescriptorParam
-from tilec.launch.args import KernelArg
+from tilec.launch.args import KernelArg, host_array
 from tilec.launch.compiler import CompiledKernel
-
-if TYPE_CHECKING:
-    from tilec.opt.written_pointers import WriteSite
 
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
@@ -60,29 +54,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
 
 
 def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
-    """A ValueError naming the first read-only host array the kernel may write
-    (the analysis is remembered per variant: a launch pays a lookup and a loop)."""
-    from tilec.opt.written_pointers import written_arguments
+    """A ValueError naming the first read-only host array the kernel may write."""
+    from tilec.opt.written_pointers import refuse_read_only_arrays
 
-    written = written_arguments(compiled.fn)
-    for a in args:
-        array = _host_array(a)
-        if a.name in written and array is not None and not array.flags.writeable:
-            raise ValueError(_read_only_message(compiled.name, a.name, written[a.name]))
-
-
-def _host_array(a: KernelArg) -> Optional[np.ndarray]:
-    """The numpy array an argument passes (a host tensor descriptor's base among them), or None."""
-    value = a.value[0] if isinstance(a.type, DescriptorParam) else a.value
-    return value if isinstance(value, np.ndarray) else None
-
-
-def _read_only_message(kernel: str, name: str, site: "WriteSite") -> str:
-    # an op built without a source location (line 0) is named by its op alone
-    where = site.op if site.loc.line <= 0 else f"{site.op} at {site.loc.file}:{site.loc.line}"
-    how = (f"stores through `{name}` ({where})" if site.traced else
-           f"stores through a pointer tilec cannot trace to one argument ({where}: loaded from memory or "
-           f"made from an integer), so it may write any array, `{name}` too")
-    return (f"kernel `{kernel}` {how}, but the array passed as `{name}` is read-only (np.frombuffer over "
-            "bytes, a read-only mmap, setflags(write=False)...); nothing ran. Pass a writable array, "
-            f"e.g. a copy: np.array(...)")
+    refuse_read_only_arrays(compiled.name, compiled.fn, [(a.name, host_array(a)) for a in args])
