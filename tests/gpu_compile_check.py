@@ -2,16 +2,22 @@
 
 ``conftest.py`` installs ``check_every_compile``: each host variant the tests
 compile also runs the GPU stages for every arch in ``TILEC_GPU_COMPILE_CHECK``
-(default ``sm_80,sm_90,gfx942``; empty turns it off): for NVIDIA archs
-layouts, LLVM, PTX and ``ptxas``; for AMD archs layouts, LLVM, the object,
-ld.lld's code object and its checks.  A kernel that LLVM cannot select,
+(default ``sm_80,sm_90,gfx90a,gfx942,gfx1100``; empty turns it off): for
+NVIDIA archs layouts, LLVM, PTX and ``ptxas``; for AMD archs layouts, LLVM,
+the object, ld.lld's code object and the backend's checks of it (machine,
+OS ABI, code object v5, the arch, no undefined symbol, the kernel in the
+metadata note), then ``check_amd_kernel``'s: the wave size, workgroup size,
+LDS, registers and kernel arguments the metadata gives, and for a kernel
+whose dot the layout pass put on the matrix unit, MFMA or WMMA instructions
+in its assembly (only such kernels are emitted as assembly: it costs a second
+run of LLVM's code generator).  A kernel that LLVM cannot select,
 ptxas rejects or ld.lld cannot link fails the test that made it, on a
 machine with no GPU.  What tilec refuses on GPUs on purpose is allowed: a
 ``CompilationError`` (non-power-of-two tiles; on AMD also ``device_print``,
 inline PTX) or ``OutOfResources``, and on AMD a code object calling a math
 function no AMD library defines yet (``UNRESOLVED``).  Anything else is a
 bug.  Each distinct kernel is checked once; a family that refuses a kernel
-skips its other archs.  ``TILEC_GPU_COMPILE_LOG`` names a file each check
+skips its other archs (logged as refused for the same reason).  ``TILEC_GPU_COMPILE_LOG`` names a file each check
 appends ``arch<TAB>outcome<TAB>reason`` to (outcomes: ``ok``, ``refused``),
 for counting what compiled.
 """
@@ -19,9 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 
-DEFAULT_ARCHS = "sm_80,sm_90,gfx942"
+DEFAULT_ARCHS = "sm_80,sm_90,gfx90a,gfx942,gfx1100"
 # The AMD backend's refusal of a code object with an undefined symbol (stages.check_code_object).
 UNRESOLVED = "which nothing on an AMD GPU defines"
 
@@ -47,16 +54,17 @@ def check_every_compile() -> None:
         if target != "host" or key in seen:
             return compiled
         seen.add(key)
-        refused: set = set()
+        refused: dict = {}  # backend -> why it refused this kernel (its other archs are not tried)
         for arch in targets:
             backend = backend_for(arch)
             if backend in refused:
+                _log(arch, "refused", refused[backend])
                 continue
             gpu = dataclasses.replace(compiled, target=arch, asm=dict(compiled.asm), runtime={},
                                       metadata=dataclasses.replace(compiled.metadata, target=arch))
             reason = _refusal(backend, gpu)
             if reason is not None:
-                refused.add(backend)
+                refused[backend] = reason
             _log(arch, "ok" if reason is None else "refused", reason or "")
         return compiled
 
@@ -68,7 +76,10 @@ def _refusal(backend, gpu):
     from tilec.errors import CompilationError, OutOfResources, TilecError
 
     try:
-        backend.compile(gpu)
+        if gpu.target.startswith("gfx"):
+            compile_amd_and_check(gpu)
+        else:
+            backend.compile(gpu)
     except (CompilationError, OutOfResources) as e:
         return f"{type(e).__name__}: {str(e).splitlines()[0]}"
     except TilecError as e:
@@ -76,6 +87,53 @@ def _refusal(backend, gpu):
             raise
         return f"unresolved: {str(e).split(' calls ', 1)[1].split(', which')[0]}"
     return None
+
+
+def compile_amd_and_check(gpu) -> None:
+    """The AMD stages for ``gpu`` (the assembly only when it has a dot), then ``check_amd_kernel``."""
+    from tilec.backends.amd.stages import compile_for_amd
+
+    compile_for_amd(gpu, skip=() if " = dot " in gpu.asm["tir-opt"] else ("asm",))
+    if "hsaco" in gpu.asm:  # no ld.lld: the pipeline ended at the object
+        check_amd_kernel(gpu)
+
+
+def check_amd_kernel(gpu) -> None:
+    """An AssertionError naming what the code object's metadata (or the
+    assembly) of AMD kernel ``gpu`` says that the compile did not ask for."""
+    from tilec.backends.amd.elf import read_code_object
+    from tilec.backends.amd.target import arch_facts
+
+    meta = read_code_object(gpu.asm["hsaco"]).kernel(gpu.metadata.name)
+    wave = arch_facts(gpu.target).wave_size
+    explicit = [a for a in meta[".args"] if not a[".value_kind"].startswith("hidden_")]
+    wrong = [f"{key} is {meta.get(key)}, expected {want}" for key, want in (
+        (".wavefront_size", wave), (".max_flat_workgroup_size", gpu.options.num_warps * wave),
+        (".symbol", f"{gpu.metadata.name}.kd"), ("explicit arguments", len(gpu.fn.args)))
+        if (len(explicit) if key == "explicit arguments" else meta.get(key)) != want]
+    if explicit and meta[".kernarg_segment_size"] < explicit[-1][".offset"] + explicit[-1][".size"]:
+        wrong.append(f".kernarg_segment_size {meta['.kernarg_segment_size']} ends inside the arguments")
+    if meta[".group_segment_fixed_size"] > gpu.metadata.shared:
+        wrong.append(f"LDS {meta['.group_segment_fixed_size']} B, more than the {gpu.metadata.shared} B planned")
+    if not (meta[".vgpr_count"] > 0 and meta[".sgpr_count"] > 0):
+        wrong.append(f"registers: {meta['.vgpr_count']} VGPRs, {meta['.sgpr_count']} SGPRs")
+    if _matrix_dots(gpu) and not re.search(r"^\s+v_(?:mfma|wmma)_", gpu.asm["asm"], re.M):
+        wrong.append("a dot on the matrix unit, but no MFMA/WMMA instruction in the assembly")
+    assert not wrong, f"the {gpu.target} code object of `{gpu.metadata.name}`: {'; '.join(wrong)}"
+
+
+def _matrix_dots(gpu) -> int:
+    """How many of ``gpu``'s dots the layout pass put on the AMD matrix unit."""
+    from tilec import ir
+    from tilec.backends.amd.matrix import planned
+    from tilec.backends.amd.target import amdgpu_target
+    from tilec.ir.parser import parse_function
+
+    if " = dot " not in gpu.asm["tir-gpu"]:
+        return 0
+    target, fn = amdgpu_target(gpu.target), parse_function(gpu.asm["tir-gpu"])
+    return sum(planned(op, target, gpu.options.num_warps) is not None
+               for op in ir.walk(fn.body) if isinstance(op, ir.Dot))
 
 
 def _log(arch: str, outcome: str, reason: str) -> None:

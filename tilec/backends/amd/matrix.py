@@ -187,13 +187,21 @@ def matrix_unit(target: Target) -> AmdMatrixUnit:
     return AMD_MATRIX_UNIT
 
 
+def planned(op: ir.Dot, target: Target, num_warps: int) -> Optional[DotPlan]:
+    """The plan the layout pass chose for ``op`` (its result in the plan's
+    accumulator layout, with or without ``along_m``); None: the FMA units."""
+    for along_m in (False, True):
+        plan = dot_plan(op, target, num_warps, along_m)
+        if plan is not None and op.result.type.layout == plan.acc:
+            return plan
+    return None
+
+
 @lowers(ir.Dot)
 def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
     """``acc + a @ b`` on the matrix unit when the layout pass planned it (module docstring), else on the FMA units."""
-    plan = dot_plan(op, ctx.target, ctx.num_warps)
-    if plan is None or op.result.type.layout != plan.acc:
-        plan = dot_plan(op, ctx.target, ctx.num_warps, along_m=True)
-    if plan is None or op.result.type.layout != plan.acc:
+    plan = planned(op, ctx.target, ctx.num_warps)
+    if plan is None:
         _check_fma_operands(op, ctx.target)
         fma_dot(ctx, op)
         return

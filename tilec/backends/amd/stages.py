@@ -174,6 +174,12 @@ STAGES: list[Stage] = [
 ]
 
 
-def compile_for_amd(compiled: CompiledKernel) -> None:
-    """Run every stage on ``compiled.fn`` for ``compiled.target`` (an arch), filling ``compiled.asm``."""
-    run_stages(compiled, STAGES, Build(amdgpu_target(compiled.target), compiled.options, compiled.metadata))
+def compile_for_amd(compiled: CompiledKernel, skip: tuple[str, ...] = ()) -> None:
+    """Run every stage on ``compiled.fn`` for ``compiled.target`` (an arch),
+    filling ``compiled.asm``; the stages named in ``skip`` (only ``"asm"``, which
+    nothing after it reads) are left out: a check that needs only the code
+    object saves LLVM's second code generation."""
+    if set(skip) - {"asm"}:
+        raise ValueError(f"only the asm stage may be skipped, not {sorted(set(skip) - {'asm'})}")
+    stages = [s for s in STAGES if s.name not in skip]
+    run_stages(compiled, stages, Build(amdgpu_target(compiled.target), compiled.options, compiled.metadata))
