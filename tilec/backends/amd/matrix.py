@@ -218,10 +218,6 @@ def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
     a_rows = [b.mul(_a_row(ctx, plan, lane16, w0, q), I32(k_dim)) for q in range(m // (TILE * plan.wm))]
     b_cols = [b.mul(_b_col(ctx, plan, lane16, w1, c), I32(k_dim)) for c in range(n // (TILE * plan.wn))]
     for k0 in range(0, k_dim, plan.inst.k):
-        if k0:
-            # LLVM's scheduler would hoist every step's LDS loads above the first
-            # step's instructions: all their fragments live at once spill
-            ctx.call("llvm.amdgcn.sched.barrier", [I32(0)], llir.VoidType())
         first_k = _first_k(ctx, plan, half, k0)
         a_frags = [_fragment(ctx, a_base, b.add(row, first_k), plan.inst, elem) for row in a_rows]
         for c, col in enumerate(b_cols):  # one column's fragment at a time: fewer registers live
