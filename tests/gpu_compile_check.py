@@ -14,12 +14,13 @@ run of LLVM's code generator).  A kernel that LLVM cannot select,
 ptxas rejects or ld.lld cannot link fails the test that made it, on a
 machine with no GPU.  What tilec refuses on GPUs on purpose is allowed: a
 ``CompilationError`` (non-power-of-two tiles; on AMD also ``device_print``,
-inline PTX) or ``OutOfResources``, and on AMD a code object calling a math
-function no AMD library defines yet (``UNRESOLVED``).  Anything else is a
-bug.  Each distinct kernel is checked once; a family that refuses a kernel
-skips its other archs (logged as refused for the same reason).  ``TILEC_GPU_COMPILE_LOG`` names a file each check
-appends ``arch<TAB>outcome<TAB>reason`` to (outcomes: ``ok``, ``refused``),
-for counting what compiled.
+inline PTX, math functions no AMD library has yet) or ``OutOfResources``,
+and on AMD a code object calling a function nothing defines (``UNRESOLVED``,
+the link stage's backstop).  Anything else is a bug.  Each distinct kernel
+is checked once; a family that refuses a kernel skips its other archs
+(logged as refused for the same reason).  ``TILEC_GPU_COMPILE_LOG`` names a
+file each check appends ``arch<TAB>outcome<TAB>reason`` to (outcomes:
+``ok``, ``refused``), for counting what compiled.
 """
 from __future__ import annotations
 
