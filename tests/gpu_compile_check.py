@@ -19,8 +19,8 @@ and on AMD a code object calling a function nothing defines (``UNRESOLVED``,
 the link stage's backstop).  Anything else is a bug.  Each distinct kernel
 is checked once; a family that refuses a kernel skips its other archs
 (logged as refused for the same reason).  ``TILEC_GPU_COMPILE_LOG`` names a
-file each check appends ``arch<TAB>outcome<TAB>reason`` to (outcomes:
-``ok``, ``refused``), for counting what compiled.
+file each check appends ``arch<TAB>outcome<TAB>reason<TAB>seconds`` to
+(outcomes: ``ok``, ``refused``), for counting what compiled and what it cost.
 """
 from __future__ import annotations
 
@@ -28,10 +28,14 @@ import dataclasses
 import os
 import re
 import sys
+import time
 
 DEFAULT_ARCHS = "sm_80,sm_90,gfx90a,gfx942,gfx1100"
 # The AMD backend's refusal of a code object with an undefined symbol (stages.check_code_object).
 UNRESOLVED = "which nothing on an AMD GPU defines"
+# The most VGPRs a lane of a wave may have (CDNA: 256 + 256 accumulation; RDNA3 wave32: 256) and SGPRs a wave.
+MAX_VGPRS = {64: 512, 32: 256}
+MAX_SGPRS = 112
 
 
 def archs() -> list[str]:
@@ -59,14 +63,15 @@ def check_every_compile() -> None:
         for arch in targets:
             backend = backend_for(arch)
             if backend in refused:
-                _log(arch, "refused", refused[backend])
+                _log(arch, "refused", refused[backend], 0.0)
                 continue
             gpu = dataclasses.replace(compiled, target=arch, asm=dict(compiled.asm), runtime={},
                                       metadata=dataclasses.replace(compiled.metadata, target=arch))
+            start = time.perf_counter()
             reason = _refusal(backend, gpu)
             if reason is not None:
                 refused[backend] = reason
-            _log(arch, "ok" if reason is None else "refused", reason or "")
+            _log(arch, "ok" if reason is None else "refused", reason or "", time.perf_counter() - start)
         return compiled
 
     jit.compile_variant = compile_and_check
@@ -116,7 +121,8 @@ def check_amd_kernel(gpu) -> None:
         wrong.append(f".kernarg_segment_size {meta['.kernarg_segment_size']} ends inside the arguments")
     if meta[".group_segment_fixed_size"] > gpu.metadata.shared:
         wrong.append(f"LDS {meta['.group_segment_fixed_size']} B, more than the {gpu.metadata.shared} B planned")
-    if not (meta[".vgpr_count"] > 0 and meta[".sgpr_count"] > 0):
+    # within what a wave has (a kernel that computes nothing may need none)
+    if not (0 <= meta[".vgpr_count"] <= MAX_VGPRS[wave] and 0 <= meta[".sgpr_count"] <= MAX_SGPRS):
         wrong.append(f"registers: {meta['.vgpr_count']} VGPRs, {meta['.sgpr_count']} SGPRs")
     if _matrix_dots(gpu) and not re.search(r"^\s+v_(?:mfma|wmma)_", gpu.asm["asm"], re.M):
         wrong.append("a dot on the matrix unit, but no MFMA/WMMA instruction in the assembly")
@@ -137,8 +143,8 @@ def _matrix_dots(gpu) -> int:
                for op in ir.walk(fn.body) if isinstance(op, ir.Dot))
 
 
-def _log(arch: str, outcome: str, reason: str) -> None:
+def _log(arch: str, outcome: str, reason: str, seconds: float) -> None:
     path = os.environ.get("TILEC_GPU_COMPILE_LOG")
     if path:
         with open(path, "a") as f:
-            f.write(f"{arch}\t{outcome}\t{reason}\n")
+            f.write(f"{arch}\t{outcome}\t{reason}\t{seconds:.3f}\n")
