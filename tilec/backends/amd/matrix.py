@@ -1,21 +1,21 @@
 """Dots on AMD's matrix units: MFMA on CDNA (waves of 64) and WMMA on RDNA3
 (waves of 32), each a 16x16 result tile a wave computes in one instruction:
 
-=========  ===========================  =======================  ===========
-operands   CDNA (MFMA)                  gfx942 only              RDNA3 (WMMA)
-=========  ===========================  =======================  ===========
-f16, bf16  ``16x16x16f16``, ``bf16_1k``                          ``16x16x16_f16``, ``_bf16``
-i8 -> i32  ``i32_16x16x16i8`` (gfx90a)  ``i32_16x16x32_i8``      ``i32_16x16x16_iu8``
-f32 (tf32)                              ``f32_16x16x8_xf32``
-fp8 fnuz                                ``16x16x32_fp8_fp8``,
-                                        ``_bf8_bf8``
-=========  ===========================  =======================  ===========
+* f16, bf16 -> f32: MFMA ``16x16x16f16`` / ``16x16x16bf16_1k`` (every CDNA),
+  WMMA ``16x16x16_f16`` / ``_bf16`` (RDNA3);
+* i8 -> i32: MFMA ``i32_16x16x16i8`` (gfx90a), ``i32_16x16x32_i8`` (gfx942),
+  WMMA ``i32_16x16x16_iu8`` (RDNA3);
+* f32 -> f32 with ``input_precision="tf32"``: MFMA ``f32_16x16x8_xf32`` (gfx942);
+* fnuz fp8 (``f8e4b8``, ``f8e5b16``) -> f32: MFMA ``f32_16x16x32_fp8_fp8`` /
+  ``_bf8_bf8`` (gfx942).
 
 Which arch has which is ``target.ARCH_FACTS``; an f32 dot runs on xf32 only
 when its ``input_precision`` is ``"tf32"`` (xf32 rounds the inputs to tf32).
-Other dots (f32 ``ieee``/``tf32x3``, u8, the OCP fp8 formats, f16
-accumulators, batched, tiles under 16) and every dot on RDNA4 run on the FMA
-units (``codegen_llvm.dot``).
+Other dots (f32 ``ieee``/``tf32x3``, u8, f16 accumulators, batched, tiles
+under 16) and every dot on RDNA4 run on the FMA units (``codegen_llvm.dot``),
+but for fp8 operands no instruction takes (the OCP formats, or any on an
+arch without fp8), a CompilationError: the FMA units cannot multiply them,
+and the front end widens a kernel's fp8 operands to f16 before its dots.
 
 The accumulator's layout is a plain blocked one whose registers fall where
 the instruction writes its results, so everything after the dot (scaling,
