@@ -79,9 +79,10 @@ def _runs(ctx: Ctx, t, size: int, row_major: bool) -> list[tuple[int, int]]:
     return vector_runs(t.layout, t.shape, max(1, ctx.target.max_vector_bytes // size), ctx.target.warp_size)
 
 
-def stage_in_smem(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
+def stage_in_smem(ctx: Ctx, tiles: list[tuple], column_major: tuple[int, ...] = ()) -> list[llir.Value]:
     """Write each ``(regs, type)`` row-major into a region of its own of the
-    scratch buffer; after a barrier, return the regions' start pointers."""
+    scratch buffer (the 2-D tiles at the positions in ``column_major``
+    column-major); after a barrier, return the regions' start pointers."""
     b = ctx.b
     starts, offset = [], 0
     for _, t in tiles:
@@ -90,14 +91,20 @@ def stage_in_smem(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
     base = ctx.smem(offset)
     ctx.barrier()
     regions = []
-    for (regs, t), start in zip(tiles, starts):
+    for i, ((regs, t), start) in enumerate(zip(tiles, starts)):
         region = byte_offset(b, base, start)
-        index, size, elem = row_major(ctx, shape_of(t)), _elem_bytes(t), elem_type(t)
+        index = _column_major(ctx, shape_of(t)) if i in column_major else row_major(ctx, shape_of(t))
+        size, elem = _elem_bytes(t), elem_type(t)
         for v, coords in zip(regs, tile_coordinates(ctx, t)):
             b.store(_to_memory(ctx, v, elem), element_address(b, region, index(coords), size), align=size)
         regions.append(region)
     ctx.barrier()
     return regions
+
+
+def _column_major(ctx: Ctx, shape: tuple) -> IndexFn:
+    """Index function: element ``(i, j)`` of a 2-D ``shape`` at ``j * rows + i``."""
+    return lambda coords: linear_index(ctx, tuple(reversed(coords)), tuple(reversed(shape)))
 
 
 def _elem_bytes(t) -> int:

@@ -24,3 +24,18 @@ def scratch_instructions(asm: str) -> list[str]:
     import re
 
     return re.findall(r"^\s+((?:scratch|buffer)_(?:load|store)\w*)", asm, re.M)
+
+
+def compile_tile_ir(text: str, arch: str, num_warps: int = 4):
+    """The AMD stages run on tile IR ``text`` (one function) for ``arch``:
+    (compiled, kernel metadata of its code object)."""
+    from tilec.backends.amd.stages import compile_for_amd
+    from tilec.ir.parser import parse_function
+    from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options
+
+    fn = parse_function(text)
+    options = Options(num_warps=num_warps)
+    compiled = CompiledKernel(fn.name, fn, (), options, arch, {},
+                              KernelMetadata(fn.name, arch, num_warps, options.num_stages))
+    compile_for_amd(compiled)
+    return compiled, read_code_object(compiled.asm["hsaco"]).kernel(fn.name)

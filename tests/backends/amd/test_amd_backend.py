@@ -93,11 +93,21 @@ def _log_gamma(x_ptr, y_ptr, BLOCK: tl.constexpr):  # a function the portable ma
     tl.store(y_ptr + offs, tl.extra.libdevice.lgamma(tl.load(x_ptr + offs)))
 
 
-def test_a_call_nothing_on_the_gpu_defines_is_an_error_at_compile_time():
+def test_a_math_function_no_amd_library_has_is_a_compilation_error_at_its_line():
     x = np.zeros(64, np.float32)
-    with pytest.raises(TilecError, match=r"code object of `_log_gamma` calls lgammaf, which nothing on an AMD GPU "
-                                         "defines"):
+    with pytest.raises(tilec.CompilationError, match=r"test_amd_backend.py:\d+: the AMD backend cannot compute "
+                                                     r"`lgammaf` \(C's lgamma on float\) yet"):
         _log_gamma.compile(x, x, BLOCK=64, target="gfx942")
+
+
+def test_a_code_object_is_checked_for_its_arch_and_kernel():
+    from tilec.backends.amd.stages import check_code_object
+
+    hsaco = add_kernel.compile(*vectors(), BLOCK_SIZE=1024, target="gfx942").asm["hsaco"]
+    with pytest.raises(TilecError, match=r"not one for gfx90a: the arch is 76, not 63"):
+        check_code_object(hsaco, "add_kernel", "gfx90a")
+    with pytest.raises(TilecError, match=r"no kernel 'other' in the code object \(it has \['add_kernel'\]\)"):
+        check_code_object(hsaco, "other", "gfx942")
 
 
 @tilec.jit

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from backends.amd.amd_helpers import compile_amd, needs_lld, scratch_instructions
+from backends.amd.amd_helpers import compile_amd, compile_tile_ir, needs_lld, scratch_instructions
 from kernels.attention import _attn_fwd
 from kernels.matmul import matmul_kernel
 from tilec.backends.amd import matrix
@@ -36,19 +36,22 @@ class IntBuilder:
     def lshr(self, x, y): return self._v(x) >> self._v(y)
 
 
-def hardware(kind, a_frags, b_frags):
+def hardware(plan, a_frags, b_frags):
     """What one instruction computes, from AMD's ISA documents: ``a_frags[l]``
     and ``b_frags[l]`` are lane ``l``'s operand vectors; returns the results
-    per lane.  MFMA 16x16x16: lane l holds A[l%16][4*(l//16)+j], B[4*(l//16)+j][l%16]
-    and D[4*(l//16)+e][l%16].  WMMA 16x16x16 (RDNA3): lane l holds A[l%16][j],
-    B[j][l%16] (lanes 16-31 the same) and D[2*e+l//16][l%16]."""
-    a, b = np.full((TILE, TILE), np.nan), np.full((TILE, TILE), np.nan)
+    per lane.  MFMA 16x16xK (w = K/4 elements a lane): lane l holds
+    A[l%16][w*(l//16)+j], B[w*(l//16)+j][l%16] and D[4*(l//16)+e][l%16].
+    WMMA 16x16x16 (RDNA3): lane l holds A[l%16][j], B[j][l%16] (lanes 16-31
+    the same) and D[2*e+l//16][l%16]."""
+    kind, width = plan.kind, plan.inst.width
+    a, b = np.full((TILE, plan.inst.k), np.nan), np.full((plan.inst.k, TILE), np.nan)
     for lane, (fa, fb) in enumerate(zip(a_frags, b_frags)):
-        for j in range(kind.operand_width):
-            k = 4 * (lane // 16) + j if kind is MFMA else j
+        for j in range(width):
+            k = width * (lane // 16) + j if kind is MFMA else j
             for m, x, i, jj in ((a, fa[j], lane % 16, k), (b, fb[j], k, lane % 16)):
                 assert np.isnan(m[i, jj]) or m[i, jj] == x, "two lanes disagree on one operand element"
                 m[i, jj] = x
+    assert not np.isnan(a).any() and not np.isnan(b).any(), "an operand element no lane holds"
     d = a @ b
     rows = (lambda lane, e: 4 * (lane // 16) + e) if kind is MFMA else (lambda lane, e: 2 * e + lane // 16)
     return [[d[rows(lane, e), lane % 16] for e in range(kind.results)] for lane in range(len(a_frags))]
@@ -64,21 +67,21 @@ def simulate(plan: DotPlan, m: int, n: int, k: int, wave: int) -> None:
     index = {off: i for i, off in enumerate(offsets)}
     bits = thread_bits(layout, (m, n), num_warps, wave)
     got = np.full((m, n), np.nan)
+    v, width = IntBuilder._v, plan.inst.width
     for warp in range(num_warps):
         w0, w1 = warp // plan.wn, warp % plan.wn
         acc = [[0.0] * len(offsets) for _ in range(wave)]
-        for k0 in range(0, k, TILE):
+        for k0 in range(0, k, plan.inst.k):
             for q in range(m // (TILE * plan.wm)):
                 for c in range(n // (TILE * plan.wn)):
                     a_frags, b_frags = [], []
                     for lane in range(wave):
-                        v = IntBuilder._v
                         row = v(matrix._a_row(ctx, plan, lane % 16, w0, q))
                         col = v(matrix._b_col(ctx, plan, lane % 16, w1, c))
-                        first = v(matrix._first_k(ctx, plan.kind, lane >> 4, k0))
-                        a_frags.append([A[row, first + j] for j in range(plan.kind.operand_width)])
-                        b_frags.append([B[first + j, col] for j in range(plan.kind.operand_width)])
-                    for lane, results in enumerate(hardware(plan.kind, a_frags, b_frags)):
+                        first = v(matrix._first_k(ctx, plan, lane >> 4, k0))
+                        a_frags.append([A[row, first + j] for j in range(width)])
+                        b_frags.append([B[first + j, col] for j in range(width)])
+                    for lane, results in enumerate(hardware(plan, a_frags, b_frags)):
                         for e, x in enumerate(results):
                             acc[lane][index[matrix._register_offset(plan, e, q, c)]] += x
         for lane in range(wave):
@@ -91,11 +94,16 @@ def simulate(plan: DotPlan, m: int, n: int, k: int, wave: int) -> None:
     np.testing.assert_array_equal(got, A @ B)
 
 
-@pytest.mark.parametrize("kind, wave", [(MFMA, 64), (WMMA, 32)])
-@pytest.mark.parametrize("m, n, k, wm, wn", [(16, 16, 16, 1, 1), (64, 32, 32, 4, 1), (32, 64, 16, 2, 2),
-                                             (128, 64, 32, 2, 4), (32, 128, 16, 1, 8)])
-def test_every_result_lands_in_the_register_the_layout_says(kind, wave, m, n, k, wm, wn):
-    simulate(DotPlan(kind, wm, wn), m, n, k, wave)
+#: (family, instruction, wave size) of every instruction the codegen emits: the model covers each depth
+INSTRUCTIONS = [(kind, inst, 64 if kind is MFMA else 32) for kind in (MFMA, WMMA)
+                for inst in dict.fromkeys(kind.instructions.values())]
+
+
+@pytest.mark.parametrize("kind, inst, wave", INSTRUCTIONS, ids=lambda x: getattr(x, "intrinsic", None))
+@pytest.mark.parametrize("m, n, wm, wn", [(16, 16, 1, 1), (64, 32, 4, 1), (32, 64, 2, 2), (128, 64, 2, 4),
+                                          (32, 128, 1, 8)])
+def test_every_result_lands_in_the_register_the_layout_says(kind, inst, wave, m, n, wm, wn):
+    simulate(DotPlan(kind, inst, wm, wn), m, n, 2 * inst.k, wave)
 
 
 def test_the_model_catches_a_wrong_register_mapping(monkeypatch):
@@ -103,7 +111,14 @@ def test_the_model_catches_a_wrong_register_mapping(monkeypatch):
     # results 0 and 1 swapped: a mistake of the kind the model is there to catch
     monkeypatch.setattr(matrix, "_register_offset", lambda plan, e, q, c: right(plan, {0: 1, 1: 0}.get(e, e), q, c))
     with pytest.raises(AssertionError):
-        simulate(DotPlan(MFMA, 1, 1), 16, 16, 16, 64)
+        simulate(DotPlan(MFMA, MFMA.instructions["f16", 16], 1, 1), 16, 16, 16, 64)
+
+
+def test_the_model_catches_a_wrong_k_split(monkeypatch):
+    # every lane group starting at the same k: the K=32 instruction's upper half never fed
+    monkeypatch.setattr(matrix, "_first_k", lambda ctx, plan, half, k0: k0)
+    with pytest.raises(AssertionError):
+        simulate(DotPlan(MFMA, MFMA.instructions["i8", 32], 1, 1), 16, 16, 32, 64)
 
 
 def matmul(arch, dtype, bm, bn, bk, warps):
@@ -138,11 +153,69 @@ def test_bf16_and_rdna4_and_f32():
     assert instructions(bf.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x16_bf16": 8}
     wmma_bf, _, _ = matmul("gfx1100", ml_dtypes.bfloat16, 64, 64, 32, 4)
     assert instructions(wmma_bf.asm["asm"], "v_wmma") == {"v_wmma_f32_16x16x16_bf16": 8}
+    # the tutorial's f32 dot is Triton's default tf32: xf32 on gfx942, 4 k steps of 8 per 32
+    xf32, _, _ = matmul("gfx942", np.float32, 64, 64, 32, 4)
+    assert instructions(xf32.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x8_xf32": 16}
     rdna4, _, _ = matmul("gfx1201", np.float16, 64, 64, 32, 4)  # its WMMA layout is not checked yet: FMA units
-    f32, _, _ = matmul("gfx942", np.float32, 64, 64, 32, 4)
+    f32, _, _ = matmul("gfx90a", np.float32, 64, 64, 32, 4)  # gfx90a has no xf32
     for compiled in (rdna4, f32):
         assert instructions(compiled.asm["asm"], "v_(?:mfma|wmma)") == {}
         assert "v_fma" in compiled.asm["asm"] or "v_pk_fma" in compiled.asm["asm"]
+
+
+# A 32x64 @ 64x32 dot of splatted scalars, stored: the golden input of the instruction rules.
+DOT_IR = """func @dot(%x: {a}, %y: {a}, %c_ptr: ptr<{acc}> {{divisibility = 16}}) {{
+  %a = splat %x {{shape = (32, 64)}} : tile<32x64x{a}>
+  %b = splat %y {{shape = (64, 32)}} : tile<64x32x{a}>
+  %zero = constant {{value = 0, type = tile<32x32x{acc}>}} : tile<32x32x{acc}>
+  %d = dot %a, %b, %zero {{input_precision = "{precision}"}} : tile<32x32x{acc}>
+  %r = arange {{start = 0, end = 32}} : tile<32xi32>
+  %rows = expand_dims %r {{axis = 1}} : tile<32x1xi32>
+  %cols = expand_dims %r {{axis = 0}} : tile<1x32xi32>
+  %n = constant {{value = 32, type = tile<32x1xi32>}} : tile<32x1xi32>
+  %row_offs = mul %rows, %n : tile<32x1xi32>
+  %rb = broadcast %row_offs {{shape = (32, 32)}} : tile<32x32xi32>
+  %cb = broadcast %cols {{shape = (32, 32)}} : tile<32x32xi32>
+  %offs = add %rb, %cb : tile<32x32xi32>
+  %base = splat %c_ptr {{shape = (32, 32)}} : tile<32x32xptr<{acc}>>
+  %ptrs = addptr %base, %offs : tile<32x32xptr<{acc}>>
+  store %ptrs, %d, _
+}}
+"""
+
+
+# (arch, operand, accumulator, input_precision) -> the instruction and how many: 2x2 result
+# tiles over 4 waves (one a wave) times 64 / k steps.  Each arch only gets the
+# instructions it has: an intrinsic the arch lacks would abort the process in LLVM.
+@needs_lld
+@pytest.mark.parametrize("arch, a, acc, precision, expected", [
+    ("gfx90a", "i8", "i32", "ieee", {"v_mfma_i32_16x16x16i8": 4}),
+    ("gfx942", "i8", "i32", "ieee", {"v_mfma_i32_16x16x32_i8": 2}),
+    ("gfx1100", "i8", "i32", "ieee", {"v_wmma_i32_16x16x16_iu8": 4}),
+    ("gfx942", "f32", "f32", "tf32", {"v_mfma_f32_16x16x8_xf32": 8}),
+    ("gfx942", "f32", "f32", "ieee", {}),
+    ("gfx942", "f32", "f32", "tf32x3", {}),
+    ("gfx90a", "f32", "f32", "tf32", {}),
+    ("gfx942", "f8e4b8", "f32", "ieee", {"v_mfma_f32_16x16x32_fp8_fp8": 2}),
+    ("gfx942", "f8e5b16", "f32", "ieee", {"v_mfma_f32_16x16x32_bf8_bf8": 2}),
+])
+def test_each_dot_rule_picks_its_instruction(arch, a, acc, precision, expected):
+    compiled, meta = compile_tile_ir(DOT_IR.format(a=a, acc=acc, precision=precision), arch)
+    asm = compiled.asm["asm"]
+    assert instructions(asm, "v_(?:mfma|wmma)") == expected
+    if not expected:
+        assert "v_fma_f32" in asm or "v_pk_fma_f32" in asm or "v_fmac_f32" in asm
+    assert meta[".private_segment_fixed_size"] == 0
+
+
+@needs_lld
+@pytest.mark.parametrize("arch, a", [("gfx942", "f8e4nv"), ("gfx90a", "f8e4b8"), ("gfx1100", "f8e5")])
+def test_an_fp8_dot_the_arch_cannot_multiply_is_a_compilation_error(arch, a):
+    import tilec
+
+    with pytest.raises(tilec.CompilationError, match=rf"`dot` on {a} operands needs a matrix instruction .* "
+                                                     rf"{arch} has .*widen the operands to f16"):
+        compile_tile_ir(DOT_IR.format(a=a, acc="f32", precision="ieee"), arch)
 
 
 @needs_lld

@@ -15,9 +15,10 @@ whole system.  The math library is tilec's own (``codegen_llvm.portable_math``,
 as the host's: no ROCm device libraries needed), but for f32 ``exp``,
 ``exp2``, ``log`` and ``log2``, which LLVM's AMDGPU target lowers itself to
 its hardware instructions (``v_exp_f32``, ``v_log_f32`` with denormal
-scaling), as Triton does (``AmdMath``); a function the library lacks becomes
-a call to an external symbol, and the link stage refuses a code object with
-one (``stages.check_code_object``).
+scaling), as Triton does (``AmdMath``); a function the library lacks is a
+CompilationError at the op's line (and the link stage refuses a code object
+calling an external symbol, ``stages.check_code_object``, should one get
+past).
 
 Not yet: ``device_print`` (HIP's printf goes through the host-call buffer
 that ROCm's device libraries implement) is a CompilationError at its line;
@@ -59,6 +60,16 @@ class AmdMath(PortableMath):
 
     recipes = {ir.Exp: MathFn(MATH[ir.Exp].f32, library("exp")), ir.Exp2: MathFn(MATH[ir.Exp2].f32, library("exp2")),
                ir.Log: MathFn(_selected("log"), library("log")), ir.Log2: MathFn(_selected("log2"), library("log2"))}
+
+    def callee(self, ctx, name: str, t: llir.Type, signature: llir.FunctionType) -> llir.Function:
+        """The portable library's ``name``; a TilecError (at the op's line: a
+        CompilationError) for one it leaves to a C library, which no AMD GPU has."""
+        fn = super().callee(ctx, name, t, signature)
+        if fn.is_declaration:
+            raise TilecError(f"the AMD backend cannot compute `{fn.name}` (C's {name} on {t}) yet: tilec's portable "
+                             "math library does not have it and no AMD device library is linked; run the kernel on "
+                             "the host, or on an NVIDIA GPU")
+        return fn
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,40 @@
-"""Dots on AMD's matrix units: MFMA on CDNA (``v_mfma_f32_16x16x16f16`` and
-``..bf16_1k``, waves of 64) and WMMA on RDNA3 (``v_wmma_f32_16x16x16_f16``
-and ``_bf16``, waves of 32); f16 and bf16 operands, an f32 accumulator.
-Other dots (f32, int8, fp8, f16 accumulators, batched, tiles under 16) and
-every dot on RDNA4 run on the FMA units (``codegen_llvm.dot``).
+"""Dots on AMD's matrix units: MFMA on CDNA (waves of 64) and WMMA on RDNA3
+(waves of 32), each a 16x16 result tile a wave computes in one instruction:
+
+* f16, bf16 -> f32: MFMA ``16x16x16f16`` / ``16x16x16bf16_1k`` (every CDNA),
+  WMMA ``16x16x16_f16`` / ``_bf16`` (RDNA3);
+* i8 -> i32: MFMA ``i32_16x16x16i8`` (gfx90a), ``i32_16x16x32_i8`` (gfx942),
+  WMMA ``i32_16x16x16_iu8`` (RDNA3);
+* f32 -> f32 with ``input_precision="tf32"``: MFMA ``f32_16x16x8_xf32`` (gfx942);
+* fnuz fp8 (``f8e4b8``, ``f8e5b16``) -> f32: MFMA ``f32_16x16x32_fp8_fp8`` /
+  ``_bf8_bf8`` (gfx942).
+
+Which arch has which is ``target.ARCH_FACTS``; an f32 dot runs on xf32 only
+when its ``input_precision`` is ``"tf32"`` (xf32 rounds the inputs to tf32).
+Other dots (f32 ``ieee``/``tf32x3``, u8, f16 accumulators, batched, tiles
+under 16) and every dot on RDNA4 run on the FMA units (``codegen_llvm.dot``),
+but for fp8 operands no instruction takes (the OCP formats, or any on an
+arch without fp8), a CompilationError: the FMA units cannot multiply them,
+and the front end widens a kernel's fp8 operands to f16 before its dots.
 
 The accumulator's layout is a plain blocked one whose registers fall where
 the instruction writes its results, so everything after the dot (scaling,
 reductions, stores) lowers as on any blocked tile:
 
-* MFMA 16x16x16: lane ``l`` holds column ``l % 16`` of rows ``4*(l // 16) + e``
+* MFMA 16x16: lane ``l`` holds column ``l % 16`` of rows ``4*(l // 16) + e``
   (``e`` < 4): ``blocked<[4, 1], [4, 16], [wm, wn], [1, 0]>``;
-* WMMA 16x16x16 (RDNA3): lane ``l`` holds column ``l % 16`` of rows
+* WMMA 16x16 (RDNA3): lane ``l`` holds column ``l % 16`` of rows
   ``2*e + l // 16`` (``e`` < 8): ``blocked<[1, 1], [2, 16], [wm, wn], [1, 0]>``.
 
 The waves form a ``wm`` x ``wn`` grid; a wave's rows are not one contiguous
 block (the layout's repetitions interleave the waves), so each instruction
 reads the rows of ``a`` its results belong to (``global_row``).  Both
-operands go through LDS row-major (``stage_in_smem``): lane ``l``'s ``a``
-fragment is row ``global_row(l % 16)`` at ``k`` = ``4*(l // 16) + j`` (MFMA)
-or ``j`` (WMMA, each half of the wave holding a copy), its ``b`` fragment
-column ``l % 16`` at the same ``k``.
+operands go through LDS along ``k``: ``a`` row-major, ``b`` column-major
+(``stage_in_smem``), so a lane's fragment is one vector load.  For an
+instruction of depth ``K`` lane ``l``'s ``a`` fragment is row
+``global_row(l % 16)`` at ``k`` = ``(K/4)*(l // 16) + j`` (MFMA, ``j`` <
+``K/4``) or ``j`` (WMMA, ``j`` < 16, each half of the wave holding a copy),
+its ``b`` fragment column ``l % 16`` at the same ``k``.
 
 These operand and result layouts are from AMD's ISA documents and LLVM's
 intrinsics; they compile and link on CI but have not run on an AMD GPU.
@@ -33,50 +48,83 @@ from llvmlite import ir as llir
 
 from tilec import ir
 from tilec.ir.layouts import Blocked, Layout, register_offsets
-from tilec.ir.types import bf16, elem_type, f16, f32
+from tilec.ir.types import elem_type, f32
+from tilec.errors import TilecError
 from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.codegen_llvm.dot import fma_dot
 from tilec.codegen_llvm.kernel import I32, Ctx, element_address
+from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
 from tilec.codegen_llvm.shuffle import stage_in_smem
 
 RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the AMD backend's for the given op classes.")
 
-TILE = 16  # rows, columns and k of one instruction
+TILE = 16  # rows and columns of one instruction's result
+I1 = llir.IntType(1)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One 16x16xK instruction: its LLVM intrinsic, its depth ``k``, how many
+    elements of ``a`` (and of ``b``) a lane holds, the LLVM type a lane's
+    fragment is passed as, and whether it takes sign flags (WMMA iu8)."""
+
+    intrinsic: str
+    k: int
+    width: int
+    fragment: llir.Type
+    signed: bool = False
+
+
+def _mfma(intrinsic: str, k: int, fragment: llir.Type) -> Instruction:
+    """An MFMA instruction: the four groups of 16 lanes hold a quarter of ``k`` each."""
+    return Instruction(f"llvm.amdgcn.mfma.{intrinsic}", k, k // 4, fragment)
+
+
+def _vec(elem: llir.Type, n: int) -> llir.VectorType:
+    return llir.VectorType(elem, n)
+
+
+_I16, _I32, _I64 = llir.IntType(16), llir.IntType(32), llir.IntType(64)
 
 
 @dataclass(frozen=True)
 class MatrixKind:
-    """One family's 16x16x16 instruction: its operand width, result registers,
-    accumulator thread shape and intrinsic names."""
+    """One family's 16x16 instructions: the result registers a lane holds,
+    the accumulator's thread shape, the trailing i32 arguments (MFMA's
+    ``cbsz, abid, blgp``), and the instructions by (operand type, ``k``)."""
 
     name: str
-    operand_width: int  # elements of a and of b a lane holds
     results: int  # accumulator registers an instruction writes per lane
     spt: tuple[int, int]
     tpw: tuple[int, int]
-    intrinsics: dict  # operand element type name -> (LLVM name, trailing i32 arguments)
+    flags: int
+    instructions: dict  # (operand element type name, k) -> Instruction
 
     def acc_layout(self, wm: int, wn: int) -> Blocked:
         return Blocked(self.spt, self.tpw, (wm, wn), (1, 0))
 
-    def rows_per_wave(self, wm: int) -> int:
-        """Rows between one row of a wave's instruction tile and the next, counted in layout repetitions."""
-        return self.spt[0] * self.tpw[0] * wm
 
-
-MFMA = MatrixKind("mfma", 4, 4, (4, 1), (4, 16), {
-    "f16": ("llvm.amdgcn.mfma.f32.16x16x16f16", 3), "bf16": ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", 3)})
-WMMA = MatrixKind("wmma", 16, 8, (1, 1), (2, 16), {
-    "f16": ("llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16", 0),
-    "bf16": ("llvm.amdgcn.wmma.f32.16x16x16.bf16.v8f32.v16i16", 0)})
+MFMA = MatrixKind("mfma", 4, (4, 1), (4, 16), 3, {
+    ("f16", 16): _mfma("f32.16x16x16f16", 16, _vec(llir.HalfType(), 4)),
+    ("bf16", 16): _mfma("f32.16x16x16bf16.1k", 16, _vec(_I16, 4)),
+    ("i8", 16): _mfma("i32.16x16x16i8", 16, _I32),
+    ("i8", 32): _mfma("i32.16x16x32.i8", 32, _I64),
+    ("f32", 8): _mfma("f32.16x16x8.xf32", 8, _vec(llir.FloatType(), 2)),
+    ("f8e4b8", 32): _mfma("f32.16x16x32.fp8.fp8", 32, _I64),
+    ("f8e5b16", 32): _mfma("f32.16x16x32.bf8.bf8", 32, _I64)})
+WMMA = MatrixKind("wmma", 8, (1, 1), (2, 16), 0, {
+    ("f16", 16): Instruction("llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16", 16, 16, _vec(llir.HalfType(), 16)),
+    ("bf16", 16): Instruction("llvm.amdgcn.wmma.f32.16x16x16.bf16.v8f32.v16i16", 16, 16, _vec(_I16, 16)),
+    ("i8", 16): Instruction("llvm.amdgcn.wmma.i32.16x16x16.iu8.v8i32.v4i32", 16, 16, _vec(_I32, 4), signed=True)})
 
 
 @dataclass(frozen=True)
 class DotPlan:
-    """How one dot runs on the matrix unit: the instruction, the wave grid and the accumulator's layout."""
+    """How one dot runs on the matrix unit: the family, the instruction, the wave grid and the accumulator's layout."""
 
     kind: MatrixKind
+    inst: Instruction
     wm: int
     wn: int
 
@@ -88,19 +136,28 @@ class DotPlan:
 def dot_plan(op: ir.Dot, target: Target, num_warps: int, along_m: bool = False) -> Optional[DotPlan]:
     """The plan of ``op`` on ``target``'s matrix unit; None runs it on the FMA units."""
     kind = _kind(target)
-    a_elem, acc_elem = elem_type(op.a.type), elem_type(op.acc.type)
-    if kind is None or a_elem not in (f16, bf16) or acc_elem != f32 or len(op.a.type.shape) != 2:
-        return None
-    if not any(i.operand == a_elem.name and i.accumulator == "f32" for i in target.matrix_instructions):
+    inst = kind and instruction_for(op, target, kind)
+    if inst is None or len(op.a.type.shape) != 2:
         return None
     (m, k), n = op.a.type.shape, op.b.type.shape[1]
-    if min(m, n, k) < TILE:
+    if min(m, n) < TILE or k % inst.k:
         return None
     wm = min(num_warps, m // TILE)
     wn = num_warps // wm
     if (along_m and wn != 1) or wn > n // TILE:
         return None
-    return DotPlan(kind, wm, wn)
+    return DotPlan(kind, inst, wm, wn)
+
+
+def instruction_for(op: ir.Dot, target: Target, kind: MatrixKind) -> Optional[Instruction]:
+    """The instruction of ``kind`` that ``target`` has for ``op``'s operand and
+    accumulator types (f32 operands only when ``input_precision`` is tf32)."""
+    a_elem, acc_elem = elem_type(op.a.type), elem_type(op.acc.type)
+    if a_elem == f32 and op.input_precision != "tf32":
+        return None
+    fact = next((i for i in target.matrix_instructions
+                 if (i.operand, i.accumulator) == (a_elem.name, acc_elem.name)), None)
+    return None if fact is None else kind.instructions.get((fact.operand, fact.k))
 
 
 def _kind(target: Target) -> Optional[MatrixKind]:
@@ -130,46 +187,68 @@ def matrix_unit(target: Target) -> AmdMatrixUnit:
     return AMD_MATRIX_UNIT
 
 
+def planned(op: ir.Dot, target: Target, num_warps: int) -> Optional[DotPlan]:
+    """The plan the layout pass chose for ``op`` (its result in the plan's
+    accumulator layout, with or without ``along_m``); None: the FMA units."""
+    for along_m in (False, True):
+        plan = dot_plan(op, target, num_warps, along_m)
+        if plan is not None and op.result.type.layout == plan.acc:
+            return plan
+    return None
+
+
 @lowers(ir.Dot)
 def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
     """``acc + a @ b`` on the matrix unit when the layout pass planned it (module docstring), else on the FMA units."""
-    plan = dot_plan(op, ctx.target, ctx.num_warps)
-    if plan is None or op.result.type.layout != plan.acc:
-        plan = dot_plan(op, ctx.target, ctx.num_warps, along_m=True)
-    if plan is None or op.result.type.layout != plan.acc:
+    plan = planned(op, ctx.target, ctx.num_warps)
+    if plan is None:
+        _check_fma_operands(op, ctx.target)
         fma_dot(ctx, op)
         return
     a_t, b_t = op.a.type, op.b.type
     (m, k_dim), n = a_t.shape, b_t.shape[1]
-    a_base, b_base = stage_in_smem(ctx, [(ctx[op.a], a_t), (ctx[op.b], b_t)])
-    kind, b = plan.kind, ctx.b
+    a_base, b_base = stage_in_smem(ctx, [(ctx[op.a], a_t), (ctx[op.b], b_t)], column_major=(1,))
+    b = ctx.b
     w0 = b.lshr(ctx.warp, I32(plan.wn.bit_length() - 1))
     w1 = b.and_(ctx.warp, I32(plan.wn - 1))
     lane16, half = b.and_(ctx.lane, I32(TILE - 1)), b.lshr(ctx.lane, I32(4))
     index = {off: i for i, off in enumerate(register_offsets(plan.acc, (m, n)))}
-    acc = list(ctx[op.acc])
-    name, flags = kind.intrinsics[elem_type(a_t).name]
-    elem = _operand_type(elem_type(a_t))
-    width = kind.operand_width
-    a_rows = [_a_row(ctx, plan, lane16, w0, q) for q in range(m // (TILE * plan.wm))]
-    b_cols = [_b_col(ctx, plan, lane16, w1, c) for c in range(n // (TILE * plan.wn))]
-    for k0 in range(0, k_dim, TILE):
-        first_k = _first_k(ctx, kind, half, k0)
-        a_frags = [_fragment(ctx, a_base, b.add(b.mul(row, I32(k_dim)), first_k), 1, width, elem) for row in a_rows]
-        b_frags = [_fragment(ctx, b_base, b.add(b.mul(first_k, I32(n)), col), n, width, elem) for col in b_cols]
-        for q, a_frag in enumerate(a_frags):
-            for c, b_frag in enumerate(b_frags):
-                regs = [index[_register_offset(plan, e, q, c)] for e in range(kind.results)]
-                c_vec = _vector(b, [acc[r] for r in regs], llir.FloatType())
-                out = ctx.call(name, [a_frag, b_frag, c_vec] + [I32(0)] * flags, c_vec.type)
+    acc, acc_type = list(ctx[op.acc]), llvm_type(elem_type(op.acc.type))
+    elem = elem_type(a_t)
+    a_rows = [b.mul(_a_row(ctx, plan, lane16, w0, q), I32(k_dim)) for q in range(m // (TILE * plan.wm))]
+    b_cols = [b.mul(_b_col(ctx, plan, lane16, w1, c), I32(k_dim)) for c in range(n // (TILE * plan.wn))]
+    for k0 in range(0, k_dim, plan.inst.k):
+        first_k = _first_k(ctx, plan, half, k0)
+        a_frags = [_fragment(ctx, a_base, b.add(row, first_k), plan.inst, elem) for row in a_rows]
+        for c, col in enumerate(b_cols):  # one column's fragment at a time: fewer registers live
+            b_frag = _fragment(ctx, b_base, b.add(col, first_k), plan.inst, elem)
+            for q, a_frag in enumerate(a_frags):
+                regs = [index[_register_offset(plan, e, q, c)] for e in range(plan.kind.results)]
+                c_vec = _vector(b, [acc[r] for r in regs], acc_type)
+                out = ctx.call(plan.inst.intrinsic, _arguments(plan, a_frag, b_frag, c_vec), c_vec.type)
                 for e, r in enumerate(regs):
                     acc[r] = b.extract_element(out, I32(e))
     ctx.bind(op.results, [acc])
 
 
-def _operand_type(t) -> llir.Type:
-    """How an operand element travels: f16 as ``half``, bf16 as its bits (the intrinsics take i16 vectors)."""
-    return llir.HalfType() if t == f16 else llir.IntType(16)
+def _check_fma_operands(op: ir.Dot, target: Target) -> None:
+    """A TilecError (the user's line: a CompilationError) for fp8 operands,
+    which the FMA units cannot multiply: the front end widens a kernel's fp8
+    operands to f16, so only tile IR written by hand gets here."""
+    a_elem = elem_type(op.a.type)
+    if a_elem.is_fp8:
+        formats = [i.operand for i in target.matrix_instructions if i.operand.startswith("f8")]
+        raise TilecError(f"`dot` on {a_elem.name} operands needs a matrix instruction for that fp8 format, and "
+                         f"{target.cpu} has {'only ' + ', '.join(formats) if formats else 'none'} (for 16x16 tiles "
+                         "or larger): widen the operands to f16")
+
+
+def _arguments(plan: DotPlan, a_frag, b_frag, c_vec) -> list:
+    """The intrinsic's arguments: WMMA iu8 takes each operand's signedness
+    (signed) and a clamp flag (off); MFMA ends in ``cbsz, abid, blgp`` = 0."""
+    if plan.inst.signed:
+        return [I1(1), a_frag, I1(1), b_frag, c_vec, I1(0)]
+    return [a_frag, b_frag, c_vec] + [I32(0)] * plan.kind.flags
 
 
 def _a_row(ctx: Ctx, plan: DotPlan, lane16, w0, q: int):
@@ -189,12 +268,12 @@ def _b_col(ctx: Ctx, plan: DotPlan, lane16, w1, c: int):
     return b.add(lane16, b.add(b.mul(w1, I32(TILE)), I32(TILE * plan.wn * c)))
 
 
-def _first_k(ctx: Ctx, kind: MatrixKind, half, k0: int):
+def _first_k(ctx: Ctx, plan: DotPlan, half, k0: int):
     """The first ``k`` of a lane's operand fragments in the step from ``k0``:
-    MFMA's lanes 16-31, 32-47, 48-63 hold the next 4 ``k`` each; WMMA's
-    lanes all hold the 16 (lanes 16-31 a copy)."""
-    if kind is MFMA:
-        return ctx.b.add(I32(k0), ctx.b.mul(half, I32(kind.operand_width)))
+    MFMA's lanes 16-31, 32-47, 48-63 hold the next ``width`` ``k`` each;
+    WMMA's lanes all hold the 16 (lanes 16-31 a copy)."""
+    if plan.kind is MFMA:
+        return ctx.b.add(I32(k0), ctx.b.mul(half, I32(plan.inst.width)))
     return I32(k0)
 
 
@@ -206,14 +285,14 @@ def _register_offset(plan: DotPlan, e: int, q: int, c: int) -> tuple[int, int]:
     return (2 * plan.wm * (e + 8 * q), col)
 
 
-def _fragment(ctx: Ctx, base, first, step: int, width: int, elem: llir.Type):
-    """A lane's operand vector: ``width`` 2-byte elements of the row-major
-    copy at ``base``, at element indices ``first + j*step`` (``a``: along a
-    row, step 1; ``b``: down a column, step N)."""
-    b = ctx.b
-    values = [b.load(element_address(b, base, b.add(first, I32(j * step)) if j else first, 2), typ=elem, align=2)
-              for j in range(width)]
-    return _vector(b, values, elem)
+def _fragment(ctx: Ctx, base, first, inst: Instruction, elem):
+    """A lane's operand: ``inst.width`` consecutive elements along ``k`` of an
+    operand staged in LDS, from element index ``first``, as one vector load
+    (aligned: ``first`` is a multiple of the width), in the type the intrinsic takes."""
+    b, size = ctx.b, max(1, elem.bits // 8)
+    loaded = _vec(memory_type(elem), inst.width)
+    value = b.load(element_address(b, base, first, size), typ=loaded, align=min(16, inst.width * size))
+    return value if str(loaded) == str(inst.fragment) else b.bitcast(value, inst.fragment)
 
 
 def _vector(b: llir.IRBuilder, values: list, elem: llir.Type):

@@ -24,6 +24,7 @@ Nothing here needs a GPU.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Optional
@@ -55,9 +56,34 @@ class Build:
         return self.target.cpu
 
 
+# The tile IR with layouts of each kernel (by identity) for each ``layout_facts``:
+# archs that agree on those (gfx90a, gfx942 and gfx950 for a kernel without a
+# dot) share one run of the layout pass and its checks.
+_LAID_OUT: "weakref.WeakKeyDictionary[Function, dict]" = weakref.WeakKeyDictionary()
+
+
 def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (``tilec.opt.layouts`` with the
-    arch's matrix unit), through the ``PassManager``."""
+    arch's matrix unit), through the ``PassManager``; made once per kernel
+    and ``layout_facts``."""
+    made = _LAID_OUT.setdefault(fn, {})
+    key = layout_facts(fn, build)
+    if key not in made:
+        made[key] = _lay_out(fn, build)
+    return made[key]
+
+
+def layout_facts(fn: Function, build: Build) -> tuple:
+    """What the layout pass reads of a compile: the warps, the target's wave
+    size and widest access, and its matrix instructions when ``fn`` has a dot."""
+    from tilec import ir
+
+    t = build.target
+    has_dot = any(isinstance(op, ir.Dot) for op in ir.walk(fn.body))
+    return (build.options.num_warps, t.warp_size, t.max_vector_bytes, t.matrix_instructions if has_dot else None)
+
+
+def _lay_out(fn: Function, build: Build) -> Function:
     from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
     from tilec.opt.layouts import assign_layouts
     from tilec.backends.amd.matrix import matrix_unit
@@ -174,6 +200,12 @@ STAGES: list[Stage] = [
 ]
 
 
-def compile_for_amd(compiled: CompiledKernel) -> None:
-    """Run every stage on ``compiled.fn`` for ``compiled.target`` (an arch), filling ``compiled.asm``."""
-    run_stages(compiled, STAGES, Build(amdgpu_target(compiled.target), compiled.options, compiled.metadata))
+def compile_for_amd(compiled: CompiledKernel, skip: tuple[str, ...] = ()) -> None:
+    """Run every stage on ``compiled.fn`` for ``compiled.target`` (an arch),
+    filling ``compiled.asm``; the stages named in ``skip`` (only ``"asm"``, which
+    nothing after it reads) are left out: a check that needs only the code
+    object saves LLVM's second code generation."""
+    if set(skip) - {"asm"}:
+        raise ValueError(f"only the asm stage may be skipped, not {sorted(set(skip) - {'asm'})}")
+    stages = [s for s in STAGES if s.name not in skip]
+    run_stages(compiled, stages, Build(amdgpu_target(compiled.target), compiled.options, compiled.metadata))

@@ -36,17 +36,28 @@ class ArchFacts:
     fp8: str  # which fp8 formats the hardware converts: "fnuz" (gfx942), "ocp" (gfx950, gfx12), "" none
 
 
-# MFMA v_mfma_f32_16x16x16{f16,bf16_1k} (gfx90a on); gfx950's 8-wide forms are not used yet.
-_MFMA = tuple(MatrixInstruction(a, "f32", 16, 16, 16) for a in ("f16", "bf16"))
-# RDNA3's v_wmma_f32_16x16x16_{f16,bf16}.  RDNA4 (gfx12) changed the operand
-# layout (8 values a lane, no copies in lanes 16-31); until that layout is
-# checked on hardware its dots run on the FMA units.
-_WMMA = tuple(MatrixInstruction(a, "f32", 16, 16, 16) for a in ("f16", "bf16"))
+# The 16x16xK matrix instructions a dot runs on (``matrix.py`` names them),
+# by (operand, accumulator) element types.  MFMA f16/bf16 16x16x16 on every
+# CDNA; int8 16x16x16 on gfx90a, 16x16x32 on gfx942; gfx942 alone has xf32
+# (f32 operands rounded to tf32) and fp8 in its "fnuz" formats.  gfx950's
+# 8-wide forms and OCP fp8 are not used yet.
+def _matrix(*facts: tuple[str, str, int]) -> tuple[MatrixInstruction, ...]:
+    return tuple(MatrixInstruction(a, acc, 16, 16, k) for a, acc, k in facts)
+
+
+_HALVES = (("f16", "f32", 16), ("bf16", "f32", 16))
+_GFX90A = _matrix(*_HALVES, ("i8", "i32", 16))
+_GFX942 = _matrix(*_HALVES, ("i8", "i32", 32), ("f32", "f32", 8), ("f8e4b8", "f32", 32), ("f8e5b16", "f32", 32))
+_GFX950 = _matrix(*_HALVES)
+# RDNA3's WMMA (f16, bf16, iu8).  RDNA4 (gfx12) changed the operand layout
+# (8 values a lane, no copies in lanes 16-31); until that layout is checked
+# on hardware its dots run on the FMA units.
+_WMMA = _matrix(*_HALVES, ("i8", "i32", 16))
 
 ARCH_FACTS = {
-    "gfx90a": ArchFacts("cdna", 64, LDS_BYTES, "", _MFMA, ""),
-    "gfx942": ArchFacts("cdna", 64, LDS_BYTES, "", _MFMA, "fnuz"),
-    "gfx950": ArchFacts("cdna", 64, 160 * 1024, "", _MFMA, "ocp"),
+    "gfx90a": ArchFacts("cdna", 64, LDS_BYTES, "", _GFX90A, ""),
+    "gfx942": ArchFacts("cdna", 64, LDS_BYTES, "", _GFX942, "fnuz"),
+    "gfx950": ArchFacts("cdna", 64, 160 * 1024, "", _GFX950, "ocp"),
     "gfx1100": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", _WMMA, ""),
     "gfx1201": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", (), "ocp"),
 }
