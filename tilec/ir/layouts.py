@@ -259,6 +259,26 @@ class Shared(Layout):
     def rank(self) -> int:
         return len(self.order)
 
+    @property
+    def matrix_dims(self) -> tuple[int, int]:
+        """The ``(slow, fast)`` dims of the matrix, counted within its last two."""
+        fast = self.order[0] - (self.rank - 2)
+        return 1 - fast, fast
+
+    def atom_width(self, width: int) -> int:
+        """Elements of a row of one atom, for rows of ``width``: the whole row
+        unless a swizzled row is wider than its pattern (``vec * max_phase``)."""
+        return width if self.max_phase == 1 else min(width, self.vec * self.max_phase)
+
+    def unswizzled_offset(self, shape: tuple, coords: tuple) -> int:
+        """The element offset of matrix ``coords`` (the last two dims of a
+        tile of ``shape``) before the XOR, atoms included: where the element
+        is for a row whose phase is 0 (a multiple of ``per_phase * max_phase``)."""
+        slow, fast = self.matrix_dims
+        rows, width = shape[-2:][slow], shape[-2:][fast]
+        atom, row, col = self.atom_width(width), coords[slow], coords[fast]
+        return (col // atom) * rows * atom + row * atom + col % atom
+
     def __str__(self) -> str:
         return f"{self.WORD}<{self.vec}, {self.per_phase}, {self.max_phase}, {int_list(self.order)}>"
 

@@ -194,8 +194,10 @@ def swizzled_offset(ctx: Ctx, layout: Shared, shape: tuple, coords: tuple, elem_
     two dims of a ``Shared`` tile of ``shape``; ``coords`` are i32 values):
     ``Shared``'s docstring gives the formula."""
     b = ctx.b
-    row, col, rows, width = _row_col(layout, shape, coords)
-    vec, atom = layout.vec, atom_width(layout, width)
+    slow, fast = layout.matrix_dims
+    row, col = coords[slow], coords[fast]
+    rows, width = shape[-2:][slow], shape[-2:][fast]
+    vec, atom = layout.vec, layout.atom_width(width)
     within_atom = b.and_(col, I32(atom - 1)) if atom < width else col
     chunk = b.lshr(within_atom, I32(exact_log2(vec)))
     within = b.and_(col, I32(vec - 1))
@@ -208,23 +210,6 @@ def swizzled_offset(ctx: Ctx, layout: Shared, shape: tuple, coords: tuple, elem_
     return b.mul(index, I32(elem_bytes))
 
 
-def _row_col(layout: Shared, shape: tuple, coords: tuple) -> tuple:
-    """``(row, column, rows, row width)`` of the matrix: ``coords`` split
-    into the slow and the fast (``order[0]``) dim, and those dims' sizes."""
-    fast = layout.order[0]
-    slow = next(d for d in layout.order if d != fast and d >= len(shape) - 2)
-    base = len(shape) - 2
-    return coords[slow - base], coords[fast - base], shape[slow], shape[fast]
-
-
-def atom_width(layout: Shared, width: int) -> int:
-    """Elements of a row of one swizzle atom: the whole row unless a
-    swizzled row is wider than its pattern (``vec * max_phase``)."""
-    if layout.max_phase == 1:
-        return width
-    return min(width, layout.vec * layout.max_phase)
-
-
 def split_offset(layout: Shared, shape: tuple, coords: tuple, elem_bytes: int) -> tuple[tuple, int]:
     """Split constant matrix coordinates ``coords`` (added to a lane's own)
     into small ones and a byte immediate: ``swizzled_offset(lane + coords) ==
@@ -232,17 +217,13 @@ def split_offset(layout: Shared, shape: tuple, coords: tuple, elem_bytes: int) -
     A whole number of swizzle periods along either dim (``max_phase`` rows
     of ``per_phase``; ``max_phase`` vectors, one atom) moves the element by
     a fixed number of bytes: the XOR only touches the bits below a period."""
-    fast = layout.order[0] - (len(shape) - 2)
+    fast = layout.matrix_dims[1]
     swizzled = layout.max_phase > 1
     periods = [layout.per_phase * layout.max_phase if swizzled else 1] * 2
     periods[fast] = layout.vec * layout.max_phase if swizzled else 1
     small = tuple(c % period for c, period in zip(coords, periods))
-    high = [c - s for c, s in zip(coords, small)]
-    _, _, rows, width = _row_col(layout, shape, (0, 0))
-    atom = atom_width(layout, width)
-    high_row, high_col = high[1 - fast], high[fast]
-    elems = high_row * atom + (high_col // atom) * rows * atom + high_col % atom
-    return small, elems * elem_bytes
+    high = tuple(c - s for c, s in zip(coords, small))
+    return small, layout.unswizzled_offset(shape, high) * elem_bytes
 
 
 def matrix_bytes(shape: tuple, elem: ScalarType) -> int:

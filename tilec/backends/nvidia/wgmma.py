@@ -90,17 +90,17 @@ class Descriptor:
     is_a: bool
 
     @property
-    def k_dim(self) -> int:
-        return 1 if self.is_a else 0
-
-    @property
     def transposed(self) -> bool:
         """Stored along ``m``/``n`` (MN-major) rather than along ``k``."""
-        return self.layout.order[0] - (self.layout.rank - 2) != self.k_dim
+        return self.layout.matrix_dims[1] != (1 if self.is_a else 0)
 
     @property
     def fast_size(self) -> int:
-        return self.shape[self.layout.order[0] - (self.layout.rank - 2)]
+        return self.shape[self.layout.matrix_dims[1]]
+
+    @property
+    def slow_size(self) -> int:
+        return self.shape[self.layout.matrix_dims[0]]
 
     @property
     def atom_bytes(self) -> int:
@@ -110,10 +110,6 @@ class Descriptor:
     def atom(self) -> int:
         """Elements of one atom's row."""
         return self.atom_bytes // self.elem_bytes
-
-    @property
-    def slow_size(self) -> int:
-        return self.shape[1 - (self.layout.order[0] - (self.layout.rank - 2))]
 
     def bits(self) -> int:
         """The constant fields of the descriptor (all but the start address)."""
@@ -125,9 +121,8 @@ class Descriptor:
         """Byte offset of element ``(outer, k)`` (outer: a row of ``a``, a
         column of ``b``), both on an 8-element, atom-aligned boundary, so the
         swizzle leaves it in place."""
-        fast, slow = (outer, k) if self.transposed else (k, outer)
-        return ((fast // self.atom) * self.slow_size * self.atom + slow * self.atom + fast % self.atom) \
-            * self.elem_bytes
+        coords = (outer, k) if self.is_a else (k, outer)
+        return self.layout.unswizzled_offset(self.shape, coords) * self.elem_bytes
 
 
 def descriptor_for(layout: Shared, shape: tuple, elem: ScalarType, is_a: bool) -> Optional[Descriptor]:
