@@ -43,21 +43,18 @@ from tilec.backends.nvidia.layouts import fits_warpgroups
 from tilec.backends.nvidia.wgmma import descriptor_for
 
 
-def overlapped_dot(loop: ir.For, shared_layout: Callable[[ir.Value], Optional[Shared]], num_warps: int,
-                   target: Target) -> Optional[tuple[int, ir.Dot]]:
+def overlapped_dot(loop: ir.For, users: dict, shared_layout: Callable[[ir.Value], Optional[Shared]],
+                   num_warps: int, target: Target) -> Optional[tuple[int, ir.Dot]]:
     """``(carried index, dot)`` of ``loop``'s dot that may keep running, or
-    None; ``shared_layout(v)`` is the layout of the shared matrix the
-    pipeliner will read dot operand ``v`` from (None: not from one)."""
+    None; ``users`` maps each value to its users (the pipeliner's), and
+    ``shared_layout(v)`` is the layout of the shared matrix the pipeliner
+    will read dot operand ``v`` from (None: not from one)."""
     if not target.group_matrix_instructions:
         return None
     body = loop.body
     terminator = body.terminator
-    uses: dict = {}
-    for op in ir.walk(body):
-        for v in op.operands:
-            uses[v] = uses.get(v, 0) + 1
     for op in body.ops:
-        if not isinstance(op, ir.Dot) or uses.get(op.result) != 1 or op.result not in terminator.values:
+        if not isinstance(op, ir.Dot) or users.get(op.result) != [terminator]:
             continue
         place = terminator.values.index(op.result)
         if op.acc is not body.args[1 + place] or op.result.type.layout != Mma((num_warps, 1)):

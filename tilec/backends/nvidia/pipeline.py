@@ -99,7 +99,7 @@ def pipeline_loops(fn: Function, num_stages: int, target: Target, num_warps: int
             stages = analyze_loop(op, users)
         except NotPipelinable:
             return None
-        overlap = overlapped_dot(op, partial(_operand_buffer_layout, stages), num_warps, target)
+        overlap = overlapped_dot(op, users, partial(_operand_buffer_layout, stages), num_warps, target)
         return _Pipeliner(stages, num_stages, vmap, overlap).emit()
 
     return rebuild(fn, rewrite)
