@@ -109,6 +109,14 @@ def test_debug_as_a_launch_keyword_is_accepted():
         add_kernel[(1,)](x, y, out, 8, BLOCK=8, debug="on")
 
 
+@pytest.mark.parametrize("flag", ["debug", "interpret"])
+@pytest.mark.parametrize("value", ["on", 1, 0.0])
+def test_a_jit_flag_that_is_not_a_bool_is_refused_where_it_is_written(flag, value):
+    """``@jit(debug="on")`` would have been ``bool("on")``: True for any non-empty string."""
+    with pytest.raises(TypeError, match=f"`strided_copy`: {flag} must be True, False or None, got {value!r}"):
+        tilec.jit(**{flag: value})(strided_copy)
+
+
 # --- the JITFunction surface ----------------------------------------------------------------------
 def test_params_and_arg_names():
     kernel = tilec.jit(do_not_specialize=[3])(strided_copy)

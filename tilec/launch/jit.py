@@ -96,6 +96,9 @@ class JITFunction(KernelInterface):
                  launch_metadata: Optional[Callable] = None, interpret: Optional[bool] = None):
         """Triton's decorator options (see ``jit``) are kept as attributes."""
         require_function(fn)
+        for name, flag in (("debug", debug), ("interpret", interpret)):
+            if flag is not None and not isinstance(flag, bool):
+                raise TypeError(f"@tilec.jit of `{fn.__name__}`: {name} must be True, False or None, got {flag!r}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = inspect.signature(fn)
