@@ -1,4 +1,4 @@
-"""Matrix multiplication, fp16 or bf16 in, fp32 accumulate, fp16 out: tilec vs Triton vs cuBLAS, in TFLOP/s.
+"""Matrix multiplication, fp16, bf16 or fp8 in, fp32 accumulate, fp16 out: tilec vs Triton vs cuBLAS, in TFLOP/s.
 
 Both compilers run the same kernel (tests/kernels/matmul.py, Triton's
 tutorial 03: grouped program ordering, masks on ragged M/N/K,
@@ -6,7 +6,10 @@ tutorial 03: grouped program ordering, masks on ragged M/N/K,
 ``CONFIGS`` (BM, BN, BK, GROUP_M, num_warps, num_stages) and keep their
 fastest per shape; the table says which won for tilec.  A configuration
 whose first launch raises (out of shared memory, say) is skipped with a
-one-line reason.  torch runs ``torch.matmul`` (cuBLAS, its own tuning).
+one-line reason.  torch runs ``torch.matmul`` (cuBLAS, its own tuning);
+for fp8 (``float8_e4m3fn``, ``float8_e5m2``) ``torch._scaled_mm`` with unit
+scales, and ``b`` is stored along K (an (N, K) tensor transposed), as
+Triton's tutorial and ``_scaled_mm`` both want it.
 TFLOP/s counts 2 M N K.  Shapes: square 512 ... 8192 and (M, N, K) =
 (8192, 8192, 1024), (4096, 4096, 8192), (16384, 1024, 4096).
 Target: tilec >= 0.60x cuBLAS at 4096^3 fp16 (the issue's goal is 1.00x: wgmma on sm_90a now).
@@ -52,10 +55,12 @@ CONFIGS = [Config(128, 128, 32, 8, 4, 3), Config(128, 128, 64, 8, 4, 3), Config(
 SHAPES = [(n, n, n) for n in (512, 1024, 2048, 4096, 8192)] + [(8192, 8192, 1024), (4096, 4096, 8192),
                                                                (16384, 1024, 4096)]
 DTYPES = ["float16", "bfloat16"]
+FP8_DTYPES = ["float8_e4m3fn", "float8_e5m2"]
 QUICK = {"shapes": [(4096, 4096, 4096)], "dtypes": ["float16"], "configs": CONFIGS[:2]}
 # ||out - ref|| / ||ref|| against float64: fp16 outputs round at 2^-11 (a
 # norm-wise error near 3e-4); cuBLAS's bf16 outputs at 2^-8 (near 1.5e-3).
-TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2}
+# fp8 inputs are exact in float64 and every product exact in f32: fp16's.
+TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2, "float8_e4m3fn": 2e-3, "float8_e5m2": 2e-3}
 TARGET = {"shape": (4096, 4096, 4096), "dtype": "float16", "ratio": 0.60,
           "text": "tilec/cuBLAS >= 0.60 at 4096^3 fp16"}
 CUBLAS = "torch"  # the provider name common.py gives torch's runs
@@ -77,7 +82,8 @@ def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="4096^3 fp16 with the first two configurations (a fast device run)")
     parser.add_argument("--shapes", type=parse_shape, nargs="+", help="shapes: 4096 or MxNxK (default: all)")
-    parser.add_argument("--dtypes", choices=DTYPES, nargs="+", help="input dtypes (default: both)")
+    parser.add_argument("--dtypes", choices=DTYPES + FP8_DTYPES, nargs="+",
+                        help="input dtypes (default: float16 and bfloat16)")
     parser.add_argument("--configs", type=common.config_type(Config, "BM,BN,BK,GROUP_M,warps,stages"), nargs="+",
                         help="configurations BM,BN,BK,GROUP_M,warps,stages (default: all)")
     common.add_timing_options(parser)
@@ -103,7 +109,10 @@ def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str
 
     M, N, K = shape
     a = torch.randn(M, K, device=common.DEVICE).to(getattr(torch, dtype))
-    b = torch.randn(K, N, device=common.DEVICE).to(getattr(torch, dtype))
+    if dtype in FP8_DTYPES:
+        b = torch.randn(N, K, device=common.DEVICE).to(getattr(torch, dtype)).T
+    else:
+        b = torch.randn(K, N, device=common.DEVICE).to(getattr(torch, dtype))
     runs, poison = {}, {}
     for language in common.languages():
         c = torch.empty(M, N, device=common.DEVICE, dtype=torch.float16)  # runs are checked one at a time
@@ -111,10 +120,21 @@ def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str
             name, run = run_name(language, config), functools.partial(
                 matmul_with, kernels.kernel_for("matmul", language), a, b, c, config)
             common.add_config_run(runs, poison, skipped, name, run, [c], f"{shape_text(shape)} {dtype}")
-    out = torch.empty(M, N, device=common.DEVICE, dtype=a.dtype)
-    runs[CUBLAS], poison[CUBLAS] = (lambda: {"c": torch.matmul(a, b, out=out)}), [out]
-    return common.Case(size=M * N * K, nbytes=2 * (M * K + K * N + M * N), runs=runs,
+    runs[CUBLAS], poison[CUBLAS] = cublas_run(a, b)
+    return common.Case(size=M * N * K, nbytes=a.element_size() * (M * K + K * N) + 2 * M * N, runs=runs,
                        refs={"c": a.double() @ b.double()}, tol=TOLERANCE[dtype], poison=poison)
+
+
+def cublas_run(a, b) -> tuple:
+    """torch's run of ``a @ b`` and the tensor it writes: ``torch.matmul``, or
+    for fp8 inputs ``torch._scaled_mm`` (unit scales, fp16 out)."""
+    import torch
+
+    if a.element_size() == 1:
+        one = torch.ones((), device=a.device)
+        return (lambda: {"c": torch._scaled_mm(a, b, one, one, out_dtype=torch.float16)}), []
+    out = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
+    return (lambda: {"c": torch.matmul(a, b, out=out)}), [out]
 
 
 def tflops(shape: tuple, ms: float) -> float:
@@ -156,7 +176,7 @@ def plot(path: Path, rows: list[dict], gpu: str) -> Optional[Path]:
     plt = common.pyplot()
     if plt is None:
         return None
-    dtypes = sorted({row["dtype"] for row in rows}, key=DTYPES.index)
+    dtypes = sorted({row["dtype"] for row in rows}, key=(DTYPES + FP8_DTYPES).index)
     fig, axes = plt.subplots(1, len(dtypes), figsize=(7 * len(dtypes), 5), squeeze=False)
     for ax, dtype in zip(axes[0], dtypes):
         mine = [row for row in rows if row["dtype"] == dtype]

@@ -154,10 +154,10 @@ def test_only_a_dot_feeding_just_the_next_iteration_is_left_running(rescale):
 
 
 @tilec.jit
-def int8_k_loop(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn, BM: tl.constexpr, BN: tl.constexpr,
-                BK: tl.constexpr):
+def k_loop_8bit(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr, ACC: tl.constexpr):
     offs_m, offs_n, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.int32)
+    acc = tl.zeros((BM, BN), ACC)
     for k in range(0, K, BK):
         a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :])
         b = tl.load(b_ptr + (k + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn)
@@ -165,15 +165,42 @@ def int8_k_loop(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn, BM: tl.constexpr, 
     tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
 
 
-@pytest.mark.parametrize("b_along_k", [True, False])
-def test_int8_dots_run_on_wgmma_when_b_is_stored_along_k(b_along_k):
-    """8-bit operands have no transpose bits: ``b`` stored along ``n`` stays on ``mma.sync``."""
-    a, b, c = np.empty((128, 1024), np.int8), np.empty((1024, 128), np.int8), np.empty((128, 128), np.int32)
+# 8-bit operand -> (how tilec takes it, accumulator, wgmma's and mma.sync's type suffixes)
+EIGHT_BIT = {"int8": (np.int8, tl.int32, "s32.s8.s8", "s32.s8.s8.s32"),
+             "float8e4nv": (tl.float8e4nv, tl.float32, "f32.e4m3.e4m3", "f32.e4m3.e4m3.f32"),
+             "float8e5": (tl.float8e5, tl.float32, "f32.e5m2.e5m2", "f32.e5m2.e5m2.f32")}
+
+
+def _8bit_ptx(dtype: str, b_along_k: bool, target: str) -> str:
+    elem, acc, _, _ = EIGHT_BIT[dtype]
+    a, b = (np.empty(shape, np.uint8 if elem is not np.int8 else np.int8) for shape in ((128, 1024), (1024, 128)))
+    if elem is not np.int8:
+        a, b = tilec.reinterpret(a, elem), tilec.reinterpret(b, elem)
+    c = np.empty((128, 128), np.int32 if acc == tl.int32 else np.float32)
     strides = (1, 1024) if b_along_k else (128, 1)
-    ptx = int8_k_loop.compile(a, b, c, 1024, *strides, BM=128, BN=128, BK=64, num_warps=4, num_stages=3,
-                              target="sm_90a").asm["ptx"]
-    on_wgmma = "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8" in ptx
+    return k_loop_8bit.compile(a, b, c, 1024, *strides, BM=128, BN=128, BK=64, ACC=acc, num_warps=4, num_stages=3,
+                               target=target).asm["ptx"]
+
+
+@pytest.mark.parametrize("dtype", list(EIGHT_BIT))
+@pytest.mark.parametrize("b_along_k", [True, False])
+def test_8bit_dots_run_on_wgmma_when_b_is_stored_along_k(dtype, b_along_k):
+    """8-bit operands have no transpose bits: ``b`` stored along ``n`` stays on ``mma.sync``."""
+    _, _, group_types, warp_types = EIGHT_BIT[dtype]
+    ptx = _8bit_ptx(dtype, b_along_k, "sm_90a")
+    on_wgmma = f"wgmma.mma_async.sync.aligned.m64n64k32.{group_types} " in ptx
     assert on_wgmma == b_along_k
-    assert ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in ptx) == (not b_along_k)
+    assert (f"mma.sync.aligned.m16n8k32.row.col.{warp_types}" in ptx) == (not b_along_k)
     if on_wgmma and ptxas.find_ptxas() is not None:
         assert ptxas.assemble(ptx, "sm_90a").spill_stores == 0
+
+
+@pytest.mark.parametrize("dtype", ["float8e4nv", "float8e5"])
+@pytest.mark.parametrize("target,instruction", [
+    ("sm_89", "mma.sync.aligned.m16n8k32.row.col.{}"),  # Ada has fp8 mma.sync
+    ("sm_80", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),  # Ampere: widened to f16 first
+])
+def test_fp8_dots_before_hopper(dtype, target, instruction):
+    ptx = _8bit_ptx(dtype, False, target)
+    assert instruction.format(EIGHT_BIT[dtype][3]) in ptx
+    assert "wgmma" not in ptx

@@ -31,6 +31,8 @@ CONFIGS = [(64, 64, 32, 8, 4, 1), (128, 128, 32, 8, 4, 2), (128, 128, 64, 8, 4, 
            (256, 128, 64, 8, 8, 4), (64, 256, 32, 4, 4, 4), (256, 64, 64, 8, 8, 2)]
 SIZES = [(512, 512, 512), (1000, 777, 333)]
 DTYPES = ["float16", "bfloat16"]
+# fp8 inputs are exact in f16: their dots are checked at its tolerance.
+FP8_DTYPES = ["float8_e4m3fn", "float8_e5m2"]
 # ||out - torch.matmul|| / ||torch.matmul||: both round to 16 bits; cuBLAS's
 # bf16 output keeps 8 mantissa bits where the tutorial stores fp16.
 TORCH_TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2}
@@ -107,7 +109,7 @@ def gpu_matmuls(draw):
     stages = draw(st.integers(1, 4))
     sizes = tuple(draw(st.integers(1, 3 * b)) for b in (bm, bn, bk))
     return (bm, bn, bk, 4, warps, stages), sizes, draw(st.sampled_from(STORAGE + ["rows"])), \
-        draw(st.sampled_from(DTYPES))
+        draw(st.sampled_from(DTYPES + FP8_DTYPES))
 
 
 @settings(PROPERTY, max_examples=40)
@@ -127,17 +129,18 @@ def test_matmul_of_drawn_tiles_sizes_and_storage_on_the_gpu(torch, case):
     torch.cuda.synchronize()
     a64, b64 = a.double(), b.double()
     want, magnitude = (a64 @ b64).cpu().numpy(), (a64.abs() @ b64.abs()).cpu().numpy()
-    assert_close(c.cpu().numpy(), want, "float16", **dot_tolerance(dtype, None, "float16", magnitude, K + 1))
+    tolerance = dot_tolerance("float16" if dtype in FP8_DTYPES else dtype, None, "float16", magnitude, K + 1)
+    assert_close(c.cpu().numpy(), want, "float16", **tolerance)
 
 
 @tilec.jit
-def int8_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """``c = a @ b`` for int8 ``a`` and ``b`` of any strides, int32 accumulation, masked edges."""
+def exact_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ACC: tl.constexpr):
+    """``c = a @ b`` for ``a`` and ``b`` of any strides, accumulated in ``ACC``, masked edges."""
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.int32)
+    acc = tl.zeros((BM, BN), ACC)
     for k in range(0, tl.cdiv(K, BK)):
         kk = k * BK + offs_k
         a = tl.load(a_ptr + offs_m[:, None] * stride_am + kk[None, :] * stride_ak,
@@ -148,22 +151,31 @@ def int8_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, strid
     tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+# 8-bit operands whose products and sums are exact: int8 over its range into
+# int32; fp8 holding the integers -8..8 (exact in both formats) into float32,
+# sums below 2^24.
+EXACT = {"int8": (128, "int32"), "float8_e4m3fn": (9, "float32"), "float8_e5m2": (9, "float32")}
+
+
+@pytest.mark.parametrize("dtype", list(EXACT))
 @pytest.mark.parametrize("b_along_k", [True, False], ids=["b_along_k", "b_along_n"])
 @pytest.mark.parametrize("config", [(128, 128, 64, 4, 3), (128, 256, 128, 8, 3), (64, 64, 32, 4, 2)],
                          ids=lambda c: "_".join(map(str, c)))
-def test_int8_matmul_is_exact_on_the_gpu(torch, request, b_along_k, config):
-    """Integer products and sums are exact: every element equals torch's int64 product
-    (wgmma's s8 form where ``b`` runs along k on an H100, mma.sync otherwise)."""
+def test_8bit_matmul_is_exact_on_the_gpu(torch, request, dtype, b_along_k, config):
+    """Every element equals torch's int64 product: on an H100, wgmma's s8/e4m3/e5m2
+    forms where ``b`` runs along k, mma.sync's otherwise."""
     bm, bn, bk, warps, stages = config
     M, N, K = 300, 260, 1000
+    bound, acc = EXACT[dtype]
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(request.node.callspec.id.encode()))
-    a = torch.randint(-128, 128, (M, K), device="cuda", generator=gen, dtype=torch.int8)
-    b = torch.randint(-128, 128, (K, N), device="cuda", generator=gen, dtype=torch.int8)
-    b_in = b.t().contiguous().t() if b_along_k else b
-    c = torch.full((M, N), -1, device="cuda", dtype=torch.int32)
+    a, b = (torch.randint(-bound, bound, shape, device="cuda", generator=gen, dtype=torch.int32)
+            for shape in ((M, K), (K, N)))
+    a_in, b_in = a.to(getattr(torch, dtype)), b.to(getattr(torch, dtype))
+    b_in = b_in.t().contiguous().t() if b_along_k else b_in
+    c = torch.full((M, N), -1, device="cuda", dtype=getattr(torch, acc))
     grid = (tilec.cdiv(M, bm), tilec.cdiv(N, bn))
-    int8_matmul_kernel[grid](a, b_in, c, M, N, K, *a.stride(), *b_in.stride(), BM=bm, BN=bn, BK=bk,
-                             num_warps=warps, num_stages=stages)
+    exact_matmul_kernel[grid](a_in, b_in, c, M, N, K, *a_in.stride(), *b_in.stride(), BM=bm, BN=bn, BK=bk,
+                              ACC=getattr(tl, acc), num_warps=warps, num_stages=stages)
     torch.cuda.synchronize()
     want = (a.cpu().long() @ b.cpu().long()).numpy()
-    np.testing.assert_array_equal(c.cpu().numpy(), want)
+    np.testing.assert_array_equal(c.cpu().long().numpy(), want)

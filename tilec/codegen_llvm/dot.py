@@ -4,7 +4,7 @@ backend with matrix units (its own ``dot`` rule) for what they do not take.
 Both operands go to shared memory row-major; then a loop over ``k`` loads,
 for each accumulator register at ``(batch, m, n)``, ``a[batch, m, k]`` and
 ``b[batch, k, n]`` and accumulates their product in the accumulator's type
-(inputs are widened first; ``tf32`` rounds f32 inputs to 10 mantissa bits,
+(inputs are widened first, fp8 decoded exactly; ``tf32`` rounds f32 inputs to 10 mantissa bits,
 nearest even, as the interpreter does; ``tf32x3`` and ``ieee`` multiply
 them as they are, as it does too -- at least as accurate as Triton's three
 tf32 passes).  An f16/bf16 accumulator is carried
@@ -19,6 +19,7 @@ from tilec import ir
 from tilec.ir.types import ScalarType, bf16, elem_type, f16, f32
 from tilec.codegen_llvm.kernel import I32, Ctx, coordinates, element_address, linear_index, lowers
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type, resize_int
+from tilec.codegen_llvm.scalar_casts import convert
 from tilec.codegen_llvm.shuffle import stage_in_smem
 
 
@@ -88,6 +89,8 @@ def round_tf32(ctx: Ctx, x):
 
 
 def _widen(ctx: Ctx, x, src: ScalarType, dst: ScalarType):
+    if src.is_fp8:  # its bits: decoded exactly
+        return convert(ctx.scalar, x, src, dst, "rtne")
     if src.is_float:
         return ctx.b.fpext(x, llvm_type(dst)) if src.bits < dst.bits else x
     return resize_int(ctx.scalar, x, src, dst.bits)

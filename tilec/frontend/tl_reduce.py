@@ -312,10 +312,13 @@ def _dot_acc(ctx, acc, shape: tuple, ret: ir.ScalarType) -> Tensor:
 
 
 def _fp8_as_f16(ctx, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-    """Two fp8 operands (of any fp8 types, as Triton allows) as float16,
-    which holds every fp8 value: their products then accumulate in float32
-    (or ``out_dtype``) as Triton's fp8 dot does, on the existing paths."""
-    if all(isinstance(x.elem, ir.ScalarType) and x.elem.is_fp8 for x in (a, b)):
+    """Two fp8 operands of different fp8 types as float16, which holds every
+    fp8 value: their products then accumulate in float32 (or ``out_dtype``)
+    as Triton's fp8 dot does.  Two of one type stay fp8 in the IR: each
+    backend runs them on its fp8 matrix instructions or widens them itself
+    (``opt/legalize_dots.py``)."""
+    fp8s = [x.elem for x in (a, b) if isinstance(x.elem, ir.ScalarType) and x.elem.is_fp8]
+    if len(fp8s) == 2 and fp8s[0] != fp8s[1]:
         return cast_to(ctx, a, ir.f16), cast_to(ctx, b, ir.f16)
     return a, b
 
@@ -327,7 +330,7 @@ def _dot(ctx, input, other, acc, input_precision, allow_tf32, max_num_imprecise_
     if a.elem != b.elem:
         raise TypingError(f"`tl.dot` operands must share a dtype, got {describe(a)} and {describe(b)}; "
                           "cast one with .to()")
-    if a.elem not in _DOT_INPUTS:
+    if a.elem not in _DOT_INPUTS and not (isinstance(a.elem, ir.ScalarType) and a.elem.is_fp8):
         raise TypingError(f"`tl.dot` takes int8, fp8, float16, bfloat16, float32 or float64 tiles, got "
                           f"{describe(a)}")
     precision = _dot_precision(a.elem, input_precision, allow_tf32)

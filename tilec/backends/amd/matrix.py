@@ -12,10 +12,11 @@
 Which arch has which is ``target.ARCH_FACTS``; an f32 dot runs on xf32 only
 when its ``input_precision`` is ``"tf32"`` (xf32 rounds the inputs to tf32).
 Other dots (f32 ``ieee``/``tf32x3``, u8, f16 accumulators, batched, tiles
-under 16) and every dot on RDNA4 run on the FMA units (``codegen_llvm.dot``),
-but for fp8 operands no instruction takes (the OCP formats, or any on an
-arch without fp8), a CompilationError: the FMA units cannot multiply them,
-and the front end widens a kernel's fp8 operands to f16 before its dots.
+under 16) and every dot on RDNA4 run on the FMA units (``codegen_llvm.dot``).
+An fp8 dot no instruction of the arch takes (the OCP formats, or any on an
+arch without fp8) was widened to f16 before the layouts
+(``opt/legalize_dots.py``); one the arch takes but whose tiles are too
+small for it decodes its operands on the FMA units.
 
 The accumulator's layout is a plain blocked one whose registers fall where
 the instruction writes its results, so everything after the dot (scaling,
@@ -49,7 +50,6 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.ir.layouts import Blocked, Layout, register_offsets
 from tilec.ir.types import elem_type, f32
-from tilec.errors import TilecError
 from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.codegen_llvm.dot import fma_dot
@@ -202,7 +202,6 @@ def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
     """``acc + a @ b`` on the matrix unit when the layout pass planned it (module docstring), else on the FMA units."""
     plan = planned(op, ctx.target, ctx.num_warps)
     if plan is None:
-        _check_fma_operands(op, ctx.target)
         fma_dot(ctx, op)
         return
     a_t, b_t = op.a.type, op.b.type
@@ -229,18 +228,6 @@ def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
                 for e, r in enumerate(regs):
                     acc[r] = b.extract_element(out, I32(e))
     ctx.bind(op.results, [acc])
-
-
-def _check_fma_operands(op: ir.Dot, target: Target) -> None:
-    """A TilecError (the user's line: a CompilationError) for fp8 operands,
-    which the FMA units cannot multiply: the front end widens a kernel's fp8
-    operands to f16, so only tile IR written by hand gets here."""
-    a_elem = elem_type(op.a.type)
-    if a_elem.is_fp8:
-        formats = [i.operand for i in target.matrix_instructions if i.operand.startswith("f8")]
-        raise TilecError(f"`dot` on {a_elem.name} operands needs a matrix instruction for that fp8 format, and "
-                         f"{target.cpu} has {'only ' + ', '.join(formats) if formats else 'none'} (for 16x16 tiles "
-                         "or larger): widen the operands to f16")
 
 
 def _arguments(plan: DotPlan, a_frag, b_frag, c_vec) -> list:

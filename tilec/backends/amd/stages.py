@@ -86,10 +86,12 @@ def layout_facts(fn: Function, build: Build) -> tuple:
 def _lay_out(fn: Function, build: Build) -> Function:
     from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
     from tilec.opt.layouts import assign_layouts
+    from tilec.opt.legalize_dots import widen_fp8_dots
     from tilec.backends.amd.matrix import matrix_unit
 
     unit = matrix_unit(build.target)
-    passes = [partial(assign_layouts, num_warps=build.options.num_warps, target=build.target, unit=unit),
+    passes = [partial(widen_fp8_dots, target=build.target),
+              partial(assign_layouts, num_warps=build.options.num_warps, target=build.target, unit=unit),
               hoist_loop_invariants, eliminate_common_subexpressions]
     lowered = PassManager(passes, verify=check_enabled()).run(fn)
     check_ir(lowered)

@@ -49,10 +49,11 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     from tilec.backends.host import libcalls
     from tilec.backends.host.grid import grid_entry
     from tilec.backends.host.lowering import HostLowering
+    from tilec.opt.legalize_dots import widen_fp8_dots
 
     target = build.target
     debug = build.options.debug
-    kernel = lower(fn, target, HostLowering(), build.options.enable_fp_fusion, debug)
+    kernel = lower(widen_fp8_dots(fn, target), target, HostLowering(), build.options.enable_fp_fusion, debug)
     check_stack(fn.name, kernel.stack_bytes, target)
     build.metadata.shared_bytes = kernel.stack_bytes
     module = target.parse(kernel.llir)

@@ -30,7 +30,7 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.ir.layouts import Blocked, Shared, exact_log2, root_layout
 from tilec.ir.layouts_nvidia import DotOperand, Mma, mma_grid, swizzled_layout
-from tilec.ir.types import ScalarType, TileType, bf16, elem_type, f16, f32, i8, i32
+from tilec.ir.types import ScalarType, TileType, bf16, elem_type, f8e4nv, f8e5, f16, f32, i8, i32
 from tilec.rules import registry
 from tilec.codegen_llvm.dot import fma_dot, round_tf32
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, layout_coordinates
@@ -68,6 +68,8 @@ INSTRUCTIONS = {
     (f16, f16): Instruction("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 2, "r"),
     (f32, f32): Instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 4, "f"),
     (i8, i32): Instruction("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 4, "r"),
+    (f8e4nv, f32): Instruction("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 4, "f"),
+    (f8e5, f32): Instruction("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 4, "f"),
 }
 
 

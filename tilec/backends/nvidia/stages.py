@@ -50,7 +50,7 @@ class Build:
 
 def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (coalesced global accesses, tensor
-    cores for dots), its dot-feeding loop loads software-pipelined over
+    cores for dots, fp8 dots the arch cannot multiply widened first), its dot-feeding loop loads software-pipelined over
     ``num_stages`` shared-memory slots (warpgroup dots left running across
     iterations).  The passes run through the
     ``PassManager``, bound to the build's options and target: ``TILEC_DUMP=ir``
@@ -59,9 +59,11 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     from tilec.backends.nvidia.layouts import assign_layouts
     from tilec.backends.nvidia.pipeline import pipeline_loops
     from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
+    from tilec.opt.legalize_dots import widen_fp8_dots
 
     options = build.options
     passes = [
+        partial(widen_fp8_dots, target=build.target),
         partial(assign_layouts, num_warps=options.num_warps, target=build.target),
         # conversions of loop-invariant values (a dot operand loaded before the loop)
         # leave it, and one value converted the same way twice (q for each of two

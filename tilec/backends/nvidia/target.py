@@ -20,11 +20,15 @@ MAX_VECTOR_BYTES = 16
 # a row of `a` spans eight 32-bit words (K = 16 halves, 8 tf32s from f32 operands, 32 bytes).
 MMA_INSTRUCTIONS = tuple(MatrixInstruction(a, acc, 16, 8, k) for a, acc, k in (
     ("f16", "f32", 16), ("bf16", "f32", 16), ("f16", "f16", 16), ("f32", "f32", 8), ("i8", "i32", 32)))
+# Ada and Hopper (sm_89 on) add the fp8 forms, e4m3 and e5m2 (Triton's
+# float8e4nv and float8e5) into f32, laid out as int8's.
+MMA_FP8_INSTRUCTIONS = tuple(MatrixInstruction(a, "f32", 16, 8, 32) for a in ("f8e4nv", "f8e5"))
+FP8_MMA_CAPABILITY = 89
 # wgmma.mma_async.m64nNk16 (sm_90a only: not in plain sm_90), a warpgroup of
 # four warps at once, operands from shared memory; N is any multiple of 8 up to 256
-# (for int8, 8 to 32 then multiples of 16). int8 operands must be stored along k.
+# (for int8, 8 to 32 then multiples of 16). 8-bit operands must be stored along k.
 WGMMA_INSTRUCTIONS = tuple(MatrixInstruction(a, acc, 64, 256, k) for a, acc, k in (
-    ("f16", "f32", 16), ("bf16", "f32", 16), ("i8", "i32", 32)))
+    ("f16", "f32", 16), ("bf16", "f32", 16), ("i8", "i32", 32), ("f8e4nv", "f32", 32), ("f8e5", "f32", 32)))
 WGMMA_ARCHS = ("sm_90a",)
 # What a device of each arch runs best: its arch-specific variant.
 ARCH_SPECIFIC = {"sm_90": "sm_90a"}
@@ -76,7 +80,7 @@ def nvptx_target(arch: str) -> Target:
         max_vector_bytes=MAX_VECTOR_BYTES,
         max_threads_per_block=MAX_THREADS_PER_BLOCK,
         registers_per_block=REGISTERS_PER_BLOCK,
-        matrix_instructions=MMA_INSTRUCTIONS,
+        matrix_instructions=MMA_INSTRUCTIONS + (MMA_FP8_INSTRUCTIONS if capability(arch) >= FP8_MMA_CAPABILITY else ()),
         group_matrix_instructions=WGMMA_INSTRUCTIONS if arch in WGMMA_ARCHS else (),
         async_copies=ASYNC_COPIES,
     )

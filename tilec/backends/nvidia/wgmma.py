@@ -2,7 +2,7 @@
 
 Four consecutive warps (a *warpgroup*, starting at a warp index divisible
 by 4) issue one ``wgmma.mma_async.m64nNkK`` together (K = 16 for f16/bf16,
-32 for int8, always 32 bytes of operand): a 64 x N block of the
+32 for int8 and fp8, always 32 bytes of operand): a 64 x N block of the
 accumulator, ``a`` and ``b`` read by the tensor cores straight from shared
 memory through 64-bit *matrix descriptors* (``a`` may come from registers
 instead).  The instruction runs asynchronously: ``wgmma.commit_group``
@@ -50,7 +50,7 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.ir.layouts import Shared, exact_log2
 from tilec.ir.layouts_nvidia import TILE_M, TILE_N, Mma, mma_grid
-from tilec.ir.types import ScalarType, bf16, elem_type, f16, i8
+from tilec.ir.types import ScalarType, bf16, elem_type, f8e4nv, f8e5, f16, i8
 from tilec.codegen_llvm.kernel import I32, I64, Ctx
 
 # The instruction's rows; its k is 32 bytes of operand (16 halves, 32 int8s).
@@ -63,7 +63,8 @@ MAX_N = 64
 # The descriptor's swizzle-mode field by atom row bytes.
 SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
 # Operand type -> the instruction's type suffix (accumulator first).
-PTX_TYPES = {f16: "f32.f16.f16", bf16: "f32.bf16.bf16", i8: "s32.s8.s8"}
+PTX_TYPES = {f16: "f32.f16.f16", bf16: "f32.bf16.bf16", i8: "s32.s8.s8", f8e4nv: "f32.e4m3.e4m3",
+             f8e5: "f32.e5m2.e5m2"}
 
 
 def group_k(elem: ScalarType) -> int:
@@ -73,8 +74,8 @@ def group_k(elem: ScalarType) -> int:
 
 def n_fits(elem: ScalarType, n: int) -> bool:
     """Whether ``n`` columns split into instruction widths: multiples of 8
-    for 16-bit operands; for 8-bit ones 8 to 32, then multiples of 16."""
-    return n % TILE_N == 0 and (elem.bits == 16 or all(w <= 32 or w % 16 == 0 for _, w in _n_chunks(n)))
+    for floats; for int8, 8 to 32, then multiples of 16."""
+    return n % TILE_N == 0 and (elem.is_float or all(w <= 32 or w % 16 == 0 for _, w in _n_chunks(n)))
 
 
 @dataclass(frozen=True)
@@ -244,21 +245,21 @@ def _issue(ctx: Ctx, elem: ScalarType, n: int, a_desc: Optional[Descriptor], b_d
 def _wgmma_asm(types: str, n: int, a_in_registers: bool, trans_a: bool, trans_b: bool) -> llir.InlineAsm:
     """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types}`` with ``n / 2``
     accumulators in and out (tied), accumulating (scale-d 1); floating-point
-    forms also take the operand scales (1) and the transpose bits, which
-    integer forms do not have."""
+    forms also take the operand scales (1), and 16-bit ones the transpose
+    bits, which 8-bit forms do not have."""
     count = n // 2
-    k = group_k(next(e for e, t in PTX_TYPES.items() if t == types))
+    elem = next(e for e, t in PTX_TYPES.items() if t == types)
     outs = ", ".join(f"${i}" for i in range(count))
     floating = types.startswith("f32")
+    transposes = [trans_b] if a_in_registers else [trans_a, trans_b]
+    bits = "".join(f", {int(x)}" for x in ([1, 1] if floating else []) + (transposes if elem.bits == 16 else []))
     if a_in_registers:
         a_text, a_types, a_cons = "{" + ", ".join(f"${count + i}" for i in range(4)) + "}", [I32] * 4, ["r"] * 4
-        bits = f", 1, 1, {int(trans_b)}" if floating else ""
     else:
         a_text, a_types, a_cons = f"${count}", [I64], ["l"]
-        bits = f", 1, 1, {int(trans_a)}, {int(trans_b)}" if floating else ""
     b_at = count + len(a_types)
     text = ("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types} {{{outs}}}, {a_text}, ${b_at}, p{bits};\n\t}}")
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{group_k(elem)}.{types} {{{outs}}}, {a_text}, ${b_at}, p{bits};\n\t}}")
     acc, reg = _accumulator(floating)
     constraints = ",".join([f"={reg}"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
     ftype = llir.FunctionType(llir.LiteralStructType([acc] * count), a_types + [I64] + [acc] * count)
