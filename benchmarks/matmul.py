@@ -8,7 +8,7 @@ fastest per shape; the table says which won for tilec.  A configuration
 whose first launch raises (out of shared memory, say) is skipped with a
 one-line reason.  torch runs ``torch.matmul`` (cuBLAS, its own tuning);
 for fp8 (``float8_e4m3fn``, ``float8_e5m2``) ``torch._scaled_mm`` with unit
-scales, and ``b`` is stored along K (an (N, K) tensor transposed), as
+scales (e4m3 only: it refuses two e5m2 operands), and ``b`` is stored along K (an (N, K) tensor transposed), as
 Triton's tutorial and ``_scaled_mm`` both want it.
 TFLOP/s counts 2 M N K.  Shapes: square 512 ... 8192 and (M, N, K) =
 (8192, 8192, 1024), (4096, 4096, 8192), (16384, 1024, 4096).
@@ -59,8 +59,10 @@ FP8_DTYPES = ["float8_e4m3fn", "float8_e5m2"]
 QUICK = {"shapes": [(4096, 4096, 4096)], "dtypes": ["float16"], "configs": CONFIGS[:2]}
 # ||out - ref|| / ||ref|| against float64: fp16 outputs round at 2^-11 (a
 # norm-wise error near 3e-4); cuBLAS's bf16 outputs at 2^-8 (near 1.5e-3).
-# fp8 inputs are exact in float64 and every product exact in f32: fp16's.
-TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2, "float8_e4m3fn": 2e-3, "float8_e5m2": 2e-3}
+# fp8 inputs and their products are exact, but the tensor cores add them in a
+# float of 13 mantissa bits that truncates (Triton's and cuBLAS's fast
+# accumulation alike): 2.06e-3 measured at 8192^3 for all three.
+TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2, "float8_e4m3fn": 4e-3, "float8_e5m2": 4e-3}
 TARGET = {"shape": (4096, 4096, 4096), "dtype": "float16", "ratio": 0.60,
           "text": "tilec/cuBLAS >= 0.60 at 4096^3 fp16"}
 CUBLAS = "torch"  # the provider name common.py gives torch's runs
@@ -120,7 +122,8 @@ def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str
             name, run = run_name(language, config), functools.partial(
                 matmul_with, kernels.kernel_for("matmul", language), a, b, c, config)
             common.add_config_run(runs, poison, skipped, name, run, [c], f"{shape_text(shape)} {dtype}")
-    runs[CUBLAS], poison[CUBLAS] = cublas_run(a, b)
+    if a.dtype != torch.float8_e5m2:  # _scaled_mm refuses e5m2 x e5m2
+        runs[CUBLAS], poison[CUBLAS] = cublas_run(a, b)
     return common.Case(size=M * N * K, nbytes=a.element_size() * (M * K + K * N) + 2 * M * N, runs=runs,
                        refs={"c": a.double() @ b.double()}, tol=TOLERANCE[dtype], poison=poison)
 

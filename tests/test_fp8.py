@@ -357,8 +357,42 @@ def test_dot_accumulates_in_float32(a_name, b_name):
     a, b = rng.choice(finite_a, (32, 32)), rng.choice(finite_b, (32, 32))
     c = np.zeros((32, 32), np.float32)
     dot_kernel[(1,)](a, b, c, A=FORMATS[a_name][0], B=FORMATS[b_name][0], N=32)
-    want = ref_decode(a_name)[a] @ ref_decode(b_name)[b]
-    np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    values_a, values_b = ref_decode(a_name)[a], ref_decode(b_name)[b]
+    want = values_a @ values_b
+    # exact products summed in f32 -- or, on NVIDIA's fp8 tensor cores (the
+    # GPU mirror), in a float of 13 mantissa bits that truncates
+    magnitude = np.abs(values_a) @ np.abs(values_b)
+    np.testing.assert_array_less(np.abs(c - want), 32 * 2.0 ** -13 * magnitude + 1e-30)
+
+
+@tilec.jit
+def promoted_dot_kernel(a_ptr, b_ptr, c_ptr, N: tl.constexpr, IMPRECISE: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :]).to(tl.float8e4nv, bitcast=True)
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :]).to(tl.float8e4nv, bitcast=True)
+    c_ptrs = c_ptr + r[:, None] * N + r[None, :]
+    tl.store(c_ptrs, tl.dot(a, b, tl.load(c_ptrs), max_num_imprecise_acc=IMPRECISE))
+
+
+@pytest.mark.parametrize("imprecise", [None, 32, 1 << 30])
+def test_max_num_imprecise_acc_adds_each_product_to_acc_in_full_precision(imprecise):
+    """With it, an fp8 dot's product goes into zeros and is added to acc in
+    f32: 2^20 + 1 is exact, where a 22-bit accumulator (NVIDIA's fp8 tensor
+    cores, accumulating into acc without it) keeps 2^20."""
+    a = np.zeros((32, 32), np.uint8)
+    a[0, 0] = 0x38  # 1.0 in e4m3: the product is 1.0 at [0, 0], zero elsewhere
+    c = np.full((32, 32), 2.0 ** 20, np.float32)
+    text = promoted_dot_kernel.compile(a, a, c, N=32, IMPRECISE=imprecise).asm["tir"]
+    assert ("add %" in text.split("dot %", 1)[1]) == (imprecise is not None), text
+    promoted_dot_kernel[(1,)](a, a, c, N=32, IMPRECISE=imprecise)
+    assert c[0, 0] == 2.0 ** 20 + 1 or (imprecise is None and c[0, 0] == 2.0 ** 20)
+    assert (c.ravel()[1:] == 2.0 ** 20).all()
+
+
+def test_max_num_imprecise_acc_below_k_is_an_error():
+    a, c = np.zeros((32, 32), np.uint8), np.zeros((32, 32), np.float32)
+    with pytest.raises(tilec.CompilationError, match="max_num_imprecise_acc = 16 is below this dot's K = 32"):
+        promoted_dot_kernel[(1,)](a, a, c, N=32, IMPRECISE=16)
 
 
 # --------------------------------------------------------------------------- #

@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 from kernels import attention as att
-from kernels.matmul import launch_matmul, matmul_kernel
+from kernels.matmul import element_strides, matmul_kernel
 
 pytestmark = pytest.mark.gpu
 
@@ -50,11 +50,9 @@ def test_pipelined_matmul_runs_hgmma_without_local_memory(hopper, config):
     a = torch.randn(512, 512, device="cuda").half()
     c = torch.empty(512, 512, device="cuda").half()
     bm, bn, bk, group, warps, stages = config
-    launch_matmul(matmul_kernel, a, a, c, "", block_m=bm, block_n=bn, block_k=bk, group_size_m=group,
-                  num_warps=warps, num_stages=stages)
-    torch.cuda.synchronize()
-    compiled = next(k for k in matmul_kernel.cache.values()
-                    if (k.metadata.num_warps, k.metadata.num_stages) == (warps, stages))
+    compiled = matmul_kernel.compile(a, a, c, 512, 512, 512, *element_strides(a), *element_strides(a),
+                                     *element_strides(c), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                                     GROUP_SIZE_M=group, ACTIVATION="", num_warps=warps, num_stages=stages)
     assert_warpgroup_code(sass(compiled))
 
 

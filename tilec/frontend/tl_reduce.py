@@ -12,7 +12,7 @@ from typing import Callable
 from tilec import ir
 from tilec import language as tl
 from tilec.frontend import semantic
-from tilec.frontend.tl_ops import const_axis, dtype_arg, implements, one_of
+from tilec.frontend.tl_ops import const_axis, const_int, dtype_arg, implements, one_of
 from tilec.frontend.tl_math import float_arg
 from tilec.frontend.semantic import Tensor, TypingError, cast_to, constant, describe, dtype_name, emit, to_tensor
 
@@ -335,4 +335,28 @@ def _dot(ctx, input, other, acc, input_precision, allow_tf32, max_num_imprecise_
                           f"{describe(a)}")
     precision = _dot_precision(a.elem, input_precision, allow_tf32)
     c = _dot_acc(ctx, acc, a.shape[:-1] + b.shape[-1:], _dot_result_type(a.elem, out_dtype))
+    if _promotes(a, max_num_imprecise_acc):
+        zero = constant(ctx, 0, c.elem, c.shape)
+        product = emit(ctx, ir.Dot, a=a.handle, b=b.handle, acc=zero.handle, input_precision=precision)
+        return semantic.binary(ctx, "add", c, product)
     return emit(ctx, ir.Dot, a=a.handle, b=b.handle, acc=c.handle, input_precision=precision)
+
+
+def _promotes(a: Tensor, max_num_imprecise_acc) -> bool:
+    """Whether an fp8 dot adds its product to ``acc`` in full f32 precision
+    (a dot into zeros, then an add) instead of accumulating into it.
+
+    NVIDIA's fp8 tensor cores (Ada, Hopper) accumulate in a 22-bit float (13
+    mantissa bits, truncating); left as it is (``None``, Triton's default on
+    Hopper) a K loop's ``acc = tl.dot(a, b, acc)`` accumulates all of K
+    that way.  ``max_num_imprecise_acc`` (Triton's) bounds how many K
+    elements accumulate imprecisely: tilec promotes once per dot, so it
+    must be at least the dot's K.  Other operand types ignore it, as Triton."""
+    if max_num_imprecise_acc is None or not a.elem.is_fp8:
+        return False
+    n, k = const_int(max_num_imprecise_acc, "`tl.dot` max_num_imprecise_acc"), a.shape[-1]
+    if n < k:
+        raise TypingError(f"`tl.dot`: max_num_imprecise_acc = {n} is below this dot's K = {k}; tilec adds each "
+                          f"fp8 dot's product to acc in full precision once, so give at least {k} (or make "
+                          f"BLOCK_K at most {n})")
+    return True
