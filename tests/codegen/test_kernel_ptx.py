@@ -268,3 +268,25 @@ def test_a_hint_whose_result_is_dropped_marks_the_value(hint, in_branch, vectors
     x, off = np.zeros(1024, np.float32), np.zeros(1, np.int32)
     ptx = _dropped_hint.compile(x, x, off, 1024, HINT=hint, IN_BRANCH=in_branch, target="sm_90").asm["ptx"]
     assert len(re.findall(r"\b(?:ld|st)\.global\.v4\.b32", ptx)) == vectors
+
+
+def test_layer_norm_partial_rows_are_stored_one_vector_a_thread_and_read_in_the_rows_layout():
+    """The dx kernel's f32 partial rows beside its fp16 rows (8 halves a
+    thread): the stores take 4 f32 a thread, contiguous across the warp, so
+    their values convert there (two conversions, after the lock's ``if``);
+    the loads keep the rows' 8 (two adjacent 16-byte vectors a thread) and
+    add into the math without a conversion."""
+    n = 8192
+    x, w = np.zeros((4, n), np.float16), np.zeros(n, np.float16)
+    stats, partial, locks = np.zeros(4, np.float32), np.zeros((64, n), np.float32), np.zeros(128, np.int32)
+    k = layer_norm._layer_norm_bwd_dx_fused.compile(x, x, partial, partial, x, w, stats, stats, locks, n, n,
+                                                    GROUP_SIZE_M=64, BLOCK_SIZE_N=n, num_warps=8, target="sm_90")
+    tir = k.asm["tir-gpu"]
+    eight, four = "blocked<[8], [32], [8], [0]>", "blocked<[4], [32], [8], [0]>"
+    assert count(tir, r"= load %\w+, %\w+, _ : tile<8192xf32, " + re.escape(eight)) == 2
+    assert count(tir, r"convert_layout %\w+ \{layout = " + re.escape(four)) == 2
+    assert count(tir, r"convert_layout") == 2
+    ptx = k.asm["ptx"]
+    assert count(ptx, r"st\.global(\.\w+)*\.v4\.b32") == 4 + 2 * 8  # dx's halves, then dw's and db's f32
+    assert count(ptx, r"ld\.global(\.\w+)*\.v4\.b32") == 3 * 4 + 2 * 8  # x, dy, w; the partial rows
+    assert k.metadata.spill_stores in (0, None)
