@@ -25,8 +25,9 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# A PTX instruction line: an opcode (with optional guard) ending in ``;``.
-INSTRUCTION = re.compile(r"^\s+(?:@!?%p\d+\s+)?([a-z][\w.]*)[^;]*;", re.M)
+# A PTX instruction: an opcode (with optional guard) ending in ``;``, at the
+# start of a line or after another one's ``;`` (inline PTX puts several on a line).
+INSTRUCTION = re.compile(r"(?:^\s+|(?<=;)\s*)(?:@!?%p\d+\s+)?([a-z][\w.]*)[^;\n]*;", re.M)
 GLOBAL_ACCESS = re.compile(r"^(ld|st)\.global(?:\.\w+)*?(?:\.(v\d))?\.([busf]\d+)$")
 
 

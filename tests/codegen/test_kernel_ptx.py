@@ -268,3 +268,79 @@ def test_a_hint_whose_result_is_dropped_marks_the_value(hint, in_branch, vectors
     x, off = np.zeros(1024, np.float32), np.zeros(1, np.int32)
     ptx = _dropped_hint.compile(x, x, off, 1024, HINT=hint, IN_BRANCH=in_branch, target="sm_90").asm["ptx"]
     assert len(re.findall(r"\b(?:ld|st)\.global\.v4\.b32", ptx)) == vectors
+
+
+def test_layer_norm_partial_rows_are_stored_one_vector_a_thread_and_read_in_the_rows_layout():
+    """The dx kernel's f32 partial rows beside its fp16 rows (8 halves a
+    thread): the stores take 4 f32 a thread, contiguous across the warp, so
+    their values convert there (two conversions, after the lock's ``if``);
+    the loads keep the rows' 8 (two adjacent 16-byte vectors a thread) and
+    add into the math without a conversion."""
+    n = 8192
+    x, w = np.zeros((4, n), np.float16), np.zeros(n, np.float16)
+    stats, partial, locks = np.zeros(4, np.float32), np.zeros((64, n), np.float32), np.zeros(128, np.int32)
+    k = layer_norm._layer_norm_bwd_dx_fused.compile(x, x, partial, partial, x, w, stats, stats, locks, n, n,
+                                                    GROUP_SIZE_M=64, BLOCK_SIZE_N=n, num_warps=8, target="sm_90")
+    tir = k.asm["tir-gpu"]
+    eight, four = "blocked<[8], [32], [8], [0]>", "blocked<[4], [32], [8], [0]>"
+    assert count(tir, r"= load %\w+, %\w+, _ : tile<8192xf32, " + re.escape(eight)) == 2
+    assert count(tir, r"convert_layout %\w+ \{layout = " + re.escape(four)) == 2
+    assert count(tir, r"convert_layout") == 2
+    ptx = k.asm["ptx"]
+    assert count(ptx, r"st\.global(\.\w+)*\.v4\.b32") == 4 + 2 * 8  # dx's halves, then dw's and db's f32
+    assert count(ptx, r"ld\.global(\.\w+)*\.v4\.b32") == 3 * 4 + 2 * 8  # x, dy, w; the partial rows
+    assert k.metadata.spill_stores in (0, None)
+
+
+def guarded_accesses(ptx: str) -> list[tuple[str, str]]:
+    """(guard, instruction) of each global load and store: ``("@%p3", "ld.global.v4.b32")``."""
+    return re.findall(r"(@%p\d+ )?\b((?:ld|st)\.global[\w.:]*)", ptx)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_masked_accesses_are_predicated_instructions_without_branches(arch):
+    """A ragged vector add: every access is one predicated 16-byte
+    instruction (``@%p ld.global.v4.b32``), the load's ``other`` moved into
+    its destinations first, the addresses one base register and an
+    immediate each; the kernel has no branch at all."""
+    x = np.zeros(1 << 14, np.float32)
+    ptx = add_kernel.compile(x, x, x, 98416, BLOCK_SIZE=1024, num_warps=4, target=arch).asm["ptx"]
+    accesses = guarded_accesses(ptx)
+    assert sorted(i for _, i in accesses) == ["ld.global.v4.b32"] * 4 + ["st.global.v4.b32"] * 2
+    assert all(g.startswith("@%p") for g, _ in accesses)
+    assert not re.search(r"\bbra(\.uni)?\b", ptx)
+    assert count(ptx, r"(mov\.b32 %r\d+, %r\d+; ){4}@%p\d+ ld\.global") == 4
+    assert count(ptx, r"ld\.global\.v4\.b32 \{[^}]*\}, \[%rd\d+\+2048\]") == 2  # 128 threads * 16 bytes on
+
+
+@tilec.jit
+def _scalar_stores(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(x_ptr) + 1)
+
+
+def test_a_scalar_store_is_thread_0s_predicated_store():
+    x = np.zeros(4, np.float32)
+    ptx = _scalar_stores.compile(x, x, num_warps=4, target="sm_90").asm["ptx"]
+    guard, store = guarded_accesses(ptx)[-1]
+    assert store == "st.global.b32" and guard.startswith("@%p")
+    assert not re.search(r"\bbra(\.uni)?\b", ptx)
+
+
+@tilec.jit
+def _masked_copy(src, dst, n, OTHER: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n, other=OTHER), mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype, width", [("float32", "b32"), ("float16", "b16"), ("int8", "b8"), ("float64", "b64"),
+                                          ("int1", "b8"), ("bfloat16", "b16")])
+def test_masked_accesses_of_every_width_assemble_predicated(dtype, width):
+    """One element a thread (a mask of unknown constancy): ``@%p ld.global.bN``
+    with its ``other``; bytes travel in 16-bit registers.  ptxas takes each
+    (the compile runs it)."""
+    x = empty(64, dtype)
+    k = _masked_copy.compile(x, x, 33, OTHER=1, BLOCK=64, num_warps=2, target="sm_90")
+    accesses = guarded_accesses(k.asm["ptx"])
+    assert {i for _, i in accesses} == {f"ld.global.{width}", f"st.global.{width}"}
+    assert all(g.startswith("@%p") for g, _ in accesses)
+    assert not re.search(r"\bbra(\.uni)?\b", k.asm["ptx"])

@@ -94,6 +94,16 @@ def test_maxnreg_caps_registers_in_the_ptx():
         assert compiled.metadata.registers <= 40
 
 
+def test_a_configs_maxnreg_reaches_the_ptx():
+    """An autotuning ``Config``'s ``maxnreg`` is among the keywords the
+    autotuner launches it with (``all_kwargs``), so it caps the variant's
+    registers as a launch's does."""
+    config = tilec.Config({"BLOCK": 32}, num_warps=2, maxnreg=40)
+    compiled = fresh(mul_add_kernel).compile(*operands(32, np.float32), 32, target="sm_80", **config.all_kwargs())
+    assert re.search(r"\.maxnreg\s+40\b", compiled.asm["ptx"])
+    assert compiled.metadata.maxnreg == 40
+
+
 def test_maxnreg_is_accepted_on_the_host():
     a, b, c, out = operands(20, np.float32)
     mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, maxnreg=32)

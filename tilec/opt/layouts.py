@@ -183,15 +183,19 @@ class _PreferredLayouts:
         for shape, (order, vector) in wishes.items():
             self.by_shape[shape] = blocked_layout(shape, order, vector, num_warps, target.warp_size)
         # An access along another dim than its shape's first one (kᵀ beside q)
-        # gets its own layout, and so does one of wider elements than the
+        # gets its own layout, and so does a write of wider elements than the
         # shape's vector was chosen for (f32 partial sums beside the fp16 rows
         # they come from): 8 f32 a thread would be two half-used 16-byte
-        # accesses per warp instruction, so it takes 4 and a conversion.
-        # Its values stay in the shape's layout and convert at the access
-        # (``widened``): pulling them into the access's layout would move
-        # everything computed with them too.
+        # stores per warp instruction, each 32-byte sector written twice, so
+        # it takes 4 and a conversion.  Its values stay in the shape's layout
+        # and convert at the access (``widened``): pulling them into the
+        # access's layout would move everything computed with them too.  A
+        # load keeps the shape's layout: its two half-used vectors read the
+        # same lines, the second from L1, which costs less than a conversion
+        # through shared memory and the registers it holds (Triton's coalescing
+        # pass makes the same distinction).
         self.widened = {op for op, (order, vector) in accesses.items()
-                        if order == self.by_shape[op.ptr.type.shape].order
+                        if not isinstance(op, ir.Load) and order == self.by_shape[op.ptr.type.shape].order
                         and _too_wide(self.by_shape[op.ptr.type.shape], op, vector, target.max_vector_bytes)}
         self.by_access: dict[Op, Blocked] = {
             op: blocked_layout(op.ptr.type.shape, order, vector, num_warps, target.warp_size)
