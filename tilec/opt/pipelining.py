@@ -214,16 +214,17 @@ class StageEmitter:
 
     def stage0(self, b: Builder, iv: Value, carried: list[Value], issue: Callable) -> list[Value]:
         """Stage 0 at ``iv`` on ``carried`` values, appended to ``b``: its ops,
-        and each candidate load as ``issue(b, load, ptr, mask)`` with its
-        pointers and its mask limited to ``iv < upper``.  Returns the carried
-        values after it (stage-0 ones advanced, others as given)."""
+        and each candidate load as ``issue(b, load, vmap, valid)``: the
+        values of stage 0 at ``iv`` and whether ``iv < upper`` (``masked``
+        limits the load to it).  Returns the carried values after it
+        (stage-0 ones advanced, others as given)."""
         loop = self.s.loop
         args = loop.body.args
         vmap = ChainMap({args[0]: iv}, {args[k + 1]: carried[k] for k in self.s.carried0}, self.vmap)
         valid = b.value(ir.Compare, lhs=iv, rhs=self.upper, pred="lt")
         for op in self.s.stage0:
             if op in self.s.converts:
-                issue(b, op, *self.masked(b, op, vmap, valid))
+                issue(b, op, vmap, valid)
             else:
                 b.block.ops.append(clone_op(op, vmap))
         yielded = loop.body.terminator.values

@@ -140,8 +140,9 @@ class _Pipeliner(StageEmitter):
         b.create(ir.AsyncCommit)
         return carried
 
-    def copy(self, b: Builder, load: ir.Load, ptr: Value, mask: Value, slot: Value) -> None:
-        """``load`` as an ``async_copy`` into ``slot``."""
+    def copy(self, b: Builder, load: ir.Load, vmap, valid: Value, slot: Value) -> None:
+        """``load`` as an ``async_copy`` into ``slot``, masked by ``valid`` too."""
+        ptr, mask = self.masked(b, load, vmap, valid)
         with b.located(load.loc):
             b.create(ir.AsyncCopy, buf=self.bufs[load], slot=slot, ptr=ptr, mask=mask)
 
