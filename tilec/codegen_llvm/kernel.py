@@ -196,7 +196,7 @@ def _located(error: Exception, op: Op, kernel: str) -> CompilationError:
 
 
 # Ops that may write shared memory a deferred read comes from.
-FLUSHING_OPS = ("async_copy", "async_wait", "local_alloc", "barrier")
+FLUSHING_OPS = ("async_copy", "async_wait", "local_alloc", "local_store", "barrier")
 # Ops whose regions hold control flow (a reduction's combine region is scalar code).
 CONTROL_FLOW = (ir.For, ir.If, ir.While)
 
@@ -244,6 +244,7 @@ def lower(fn: Function, target: Target, lowering: TargetLowering, analyses: Anal
     with the backend's ``lowering`` and the ``analyses`` of ``fn``: float
     add, sub and mul may fuse into fmas when ``fp_fusion``."""
     from tilec.codegen_llvm import addresses, control, debug, dot, elementwise, indexing, memory, reduce, shuffle  # noqa: F401 (rules)
+    from tilec.codegen_llvm import shared_buffers  # noqa: F401 (rules: local_alloc, local_store, local_load)
     from tilec.codegen_llvm import maps  # noqa: F401 (rules: map_elementwise, inline_asm)
 
     module = llir.Module(fn.name)

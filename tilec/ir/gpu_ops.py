@@ -4,6 +4,9 @@ A backend's target lowering makes them (the NVIDIA one pipelines loops with
 them); the front end never does.  A *buffer* is a tile held in shared
 memory (its layout is ``layouts.Shared``): its leading dim counts *slots*
 (one per pipeline stage), the rest is the shape of the tile each slot holds.
+A buffer is filled by ``async_copy`` (from global memory, on targets with
+asynchronous copies) or by ``local_store`` (from registers: what a target
+without them, AMD's, pipelines with), and read by ``local_load``.
 A buffer is only ever named by the ``local_alloc`` that made it (never
 carried through a loop or yielded), so every use of a buffer is a use of its
 alloc's result: the shared-memory plan (``tilec/opt/shared_memory.py``)
@@ -127,7 +130,24 @@ class LocalLoad(Op):
         _check_buffer_slot(self, self.buf, self.slot)
 
 
-__all__ = ["LocalAlloc", "AsyncCopy", "AsyncCommit", "AsyncWait", "LocalLoad", "DotWait"]
+@dataclass(eq=False, kw_only=True)
+class LocalStore(EffectOp):
+    """Write ``value`` (a tile in registers, ``buf``'s shape without the slot
+    dim) into slot ``slot`` of ``buf``."""
+
+    NAME = "local_store"
+    buf: Value = operand()
+    slot: Value = operand()
+    value: Value = operand()
+
+    def verify(self):
+        _check_buffer_slot(self, self.buf, self.slot)
+        t, buf = self.value.type, self.buf.type
+        _require(self, isinstance(t, TileType) and t.shape == buf.shape[1:] and t.elem == buf.elem,
+                 f"stores {t} into a slot of {buf}")
+
+
+__all__ = ["LocalAlloc", "AsyncCopy", "AsyncCommit", "AsyncWait", "LocalLoad", "LocalStore", "DotWait"]
 
 
 @dataclass(eq=False, kw_only=True)

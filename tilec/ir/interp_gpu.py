@@ -9,7 +9,7 @@ A buffer starts as poison (NaN, or all bits set for ints), so a read of a
 slot no copy filled shows in the results.
 
 ``async_copy`` copies at once (``masked_load``, the same reading as
-``load``); ``async_commit`` and ``async_wait`` have nothing left to do.
+``load``), ``local_store`` writes the registers' values; ``async_commit`` and ``async_wait`` have nothing left to do.
 """
 from __future__ import annotations
 
@@ -48,6 +48,12 @@ def _slot_index(op, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _async_copy(op, frame):
     buffers, rows, slots = _slot_index(op, frame)
     buffers[rows, slots] = masked_load(op, frame, "async_copy")
+
+
+@runs(gpu.LocalStore)
+def _local_store(op, frame):
+    buffers, rows, slots = _slot_index(op, frame)
+    buffers[rows, slots] = frame[op.value]
 
 
 @runs(gpu.LocalLoad)

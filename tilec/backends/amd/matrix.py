@@ -48,13 +48,14 @@ from typing import Optional
 from llvmlite import ir as llir
 
 from tilec import ir
-from tilec.ir.layouts import Blocked, Layout, register_offsets
-from tilec.ir.types import elem_type, f32
+from tilec.ir.layouts import Blocked, Layout, Shared, register_offsets
+from tilec.ir.types import ScalarType, elem_type, f32
 from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.codegen_llvm.dot import fma_dot
-from tilec.codegen_llvm.kernel import I32, Ctx, element_address
+from tilec.codegen_llvm.kernel import I32, Ctx, byte_offset
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
+from tilec.codegen_llvm.shared_buffers import local_load, read_shared_tile, slot_base, swizzled_offset
 from tilec.codegen_llvm.shuffle import stage_in_smem
 
 RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the AMD backend's for the given op classes.")
@@ -149,6 +150,22 @@ def dot_plan(op: ir.Dot, target: Target, num_warps: int, along_m: bool = False) 
     return DotPlan(kind, inst, wm, wn)
 
 
+def lds_layout(plan: DotPlan, operand: int, shape: tuple, elem: ScalarType) -> Shared:
+    """The layout of a buffer whose slots of ``shape`` hold operand
+    ``operand`` (0: ``a``, 1: ``b``) of a dot planned as ``plan``: stored
+    along ``k``, so a lane's fragment is one vector load; in chunks of 16
+    bytes or a whole fragment if wider, XOR-swizzled (``Shared``) so that
+    consecutive rows (columns of ``b``), which 16 lanes read at one ``k``,
+    fall on different banks of a 128-byte line."""
+    k_axis = 1 - operand
+    vec = max(plan.inst.width, 16 // elem.bytes)
+    row_bytes, chunk = shape[k_axis] * elem.bytes, vec * elem.bytes
+    order = (k_axis + 1, operand + 1, 0)
+    if row_bytes <= chunk:
+        return Shared(vec, 1, 1, order)
+    return Shared(vec, max(1, 128 // row_bytes), max(1, min(128, row_bytes) // chunk), order)
+
+
 def instruction_for(op: ir.Dot, target: Target, kind: MatrixKind) -> Optional[Instruction]:
     """The instruction of ``kind`` that ``target`` has for ``op``'s operand and
     accumulator types (f32 operands only when ``input_precision`` is tf32)."""
@@ -206,7 +223,7 @@ def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
         return
     a_t, b_t = op.a.type, op.b.type
     (m, k_dim), n = a_t.shape, b_t.shape[1]
-    a_base, b_base = stage_in_smem(ctx, [(ctx[op.a], a_t), (ctx[op.b], b_t)], column_major=(1,))
+    a_src, b_src = _operands_in_lds(ctx, op, plan)
     b = ctx.b
     w0 = b.lshr(ctx.warp, I32(plan.wn.bit_length() - 1))
     w1 = b.and_(ctx.warp, I32(plan.wn - 1))
@@ -214,13 +231,13 @@ def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
     index = {off: i for i, off in enumerate(register_offsets(plan.acc, (m, n)))}
     acc, acc_type = list(ctx[op.acc]), llvm_type(elem_type(op.acc.type))
     elem = elem_type(a_t)
-    a_rows = [b.mul(_a_row(ctx, plan, lane16, w0, q), I32(k_dim)) for q in range(m // (TILE * plan.wm))]
-    b_cols = [b.mul(_b_col(ctx, plan, lane16, w1, c), I32(k_dim)) for c in range(n // (TILE * plan.wn))]
+    a_rows = [_a_row(ctx, plan, lane16, w0, q) for q in range(m // (TILE * plan.wm))]
+    b_cols = [_b_col(ctx, plan, lane16, w1, c) for c in range(n // (TILE * plan.wn))]
     for k0 in range(0, k_dim, plan.inst.k):
         first_k = _first_k(ctx, plan, half, k0)
-        a_frags = [_fragment(ctx, a_base, b.add(row, first_k), plan.inst, elem) for row in a_rows]
+        a_frags = [_fragment(ctx, a_src, (row, first_k), plan.inst, elem) for row in a_rows]
         for c, col in enumerate(b_cols):  # one column's fragment at a time: fewer registers live
-            b_frag = _fragment(ctx, b_base, b.add(col, first_k), plan.inst, elem)
+            b_frag = _fragment(ctx, b_src, (first_k, col), plan.inst, elem)
             for q, a_frag in enumerate(a_frags):
                 regs = [index[_register_offset(plan, e, q, c)] for e in range(plan.kind.results)]
                 c_vec = _vector(b, [acc[r] for r in regs], acc_type)
@@ -272,14 +289,77 @@ def _register_offset(plan: DotPlan, e: int, q: int, c: int) -> tuple[int, int]:
     return (2 * plan.wm * (e + 8 * q), col)
 
 
-def _fragment(ctx: Ctx, base, first, inst: Instruction, elem):
+def _fragment(ctx: Ctx, src: "LdsOperand", coords: tuple, inst: Instruction, elem):
     """A lane's operand: ``inst.width`` consecutive elements along ``k`` of an
-    operand staged in LDS, from element index ``first``, as one vector load
-    (aligned: ``first`` is a multiple of the width), in the type the intrinsic takes."""
+    operand in LDS, from matrix coordinates ``coords``, as one vector load
+    (aligned: the ``k`` is a multiple of the width, which a swizzle chunk
+    holds whole), in the type the intrinsic takes."""
     b, size = ctx.b, max(1, elem.bits // 8)
     loaded = _vec(memory_type(elem), inst.width)
-    value = b.load(element_address(b, base, first, size), typ=loaded, align=min(16, inst.width * size))
+    address = byte_offset(b, src.base, swizzled_offset(ctx, src.layout, src.shape, coords, size))
+    value = b.load(address, typ=loaded, align=min(16, inst.width * size))
     return value if str(loaded) == str(inst.fragment) else b.bitcast(value, inst.fragment)
+
+
+@dataclass(frozen=True)
+class LdsOperand:
+    """A dot operand's matrix in LDS: where it starts, its ``Shared`` layout and its shape."""
+
+    base: llir.Value
+    layout: Shared
+    shape: tuple
+
+    def holds_fragments(self, operand: int, inst: Instruction) -> bool:
+        """Whether a lane's fragment of ``inst`` (``width`` elements along
+        ``k``) is one vector here: stored along ``k`` (``a``'s dim 1, ``b``'s
+        dim 0), swizzled in chunks of a multiple of the width."""
+        along_k = self.layout.matrix_dims[1] == 1 - operand
+        return along_k and (self.layout.max_phase == 1 or self.layout.vec % inst.width == 0)
+
+
+@dataclass(frozen=True)
+class SlotOperand(LdsOperand):
+    """A ``local_load`` left to the dot that reads it (``_local_load``), read
+    into registers should anything else need it first."""
+
+    ctx: Ctx
+    op: ir.LocalLoad
+
+    def registers(self) -> list:
+        buf = self.op.buf.type
+        return read_shared_tile(self.ctx, self.base, buf.layout, buf.shape, buf.elem, self.op.result.type)
+
+
+@lowers(ir.LocalLoad)
+def _local_load(ctx: Ctx, op: ir.LocalLoad) -> None:
+    """A slot whose one user is a dot of the same block is left to the dot
+    (which reads the fragments in place, ``_operands_in_lds``); else registers."""
+    users = ctx.users.get(op.result, [])
+    if len(users) == 1 and isinstance(users[0][0], ir.Dot) and op in users[0][1].ops:
+        buf = op.buf.type
+        ctx.defer(op.result, SlotOperand(slot_base(ctx, op.buf, op.slot), buf.layout, buf.shape[1:], ctx, op))
+        return
+    local_load(ctx, op)
+
+
+def _operands_in_lds(ctx: Ctx, op: ir.Dot, plan: DotPlan) -> list[LdsOperand]:
+    """``a`` and ``b`` in LDS: a buffer's slot where the operand is one
+    (``_local_load``) that holds the fragments whole, else written here to
+    scratch, ``a`` row-major and ``b`` column-major (``stage_in_smem``)."""
+    out: list = [None, None]
+    staged = []
+    for i, v in enumerate((op.a, op.b)):
+        src = ctx.deferred.get(v)
+        if isinstance(src, SlotOperand) and src.holds_fragments(i, plan.inst):
+            out[i] = ctx.deferred.pop(v)
+        else:
+            staged.append(i)
+    values = [(op.a, op.b)[i] for i in staged]
+    bases = stage_in_smem(ctx, [(ctx[v], v.type) for v in values],
+                          column_major=(staged.index(1),) if 1 in staged else ()) if staged else []
+    for i, v, base in zip(staged, values, bases):
+        out[i] = LdsOperand(base, Shared(1, 1, 1, (1 - i, i)), v.type.shape)
+    return out
 
 
 def _vector(b: llir.IRBuilder, values: list, elem: llir.Type):

@@ -5,7 +5,8 @@ AMDGPU assembly and object -> HSA code object (``ld.lld``).
 build)`` takes the previous stage's output and the shared ``Build``:
 
 * ``tir-gpu``: the shared GPU layout pass (``tilec.opt.layouts``) for waves
-  of the arch's size, with MFMA or WMMA as the matrix unit (``matrix.py``);
+  of the arch's size, with MFMA or WMMA as the matrix unit (``matrix.py``),
+  then K loops pipelined through LDS double buffers (``stream_pipeline.py``);
 * ``llir``: ``codegen_llvm.lower`` with ``AmdLowering``; the LDS the kernel
   uses becomes a static LDS array of its size (so the code object's
   ``.group_segment_fixed_size`` says it and nothing is requested at launch),
@@ -35,7 +36,7 @@ from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, check_ir, run_stages
 from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
-from tilec.backends.amd.target import CODE_OBJECT_VERSION, amdgpu_target
+from tilec.backends.amd.target import CODE_OBJECT_VERSION, amdgpu_target, arch_facts
 
 LDS_GLOBAL = "tilec_smem"
 COV_NODE = 1_000_000
@@ -74,13 +75,15 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
 
 
 def layout_facts(fn: Function, build: Build) -> tuple:
-    """What the layout pass reads of a compile: the warps, the target's wave
-    size and widest access, and its matrix instructions when ``fn`` has a dot."""
+    """What the layout and pipelining passes read of a compile: the warps,
+    the target's wave size and widest access, and, when ``fn`` has a dot,
+    its matrix instructions and whether ``num_stages`` pipelines."""
     from tilec import ir
 
     t = build.target
     has_dot = any(isinstance(op, ir.Dot) for op in ir.walk(fn.body))
-    return (build.options.num_warps, t.warp_size, t.max_vector_bytes, t.matrix_instructions if has_dot else None)
+    dots = (t.matrix_instructions, build.options.num_stages >= 2, arch_facts(build.arch).family) if has_dot else None
+    return (build.options.num_warps, t.warp_size, t.max_vector_bytes, dots)
 
 
 def _lay_out(fn: Function, build: Build) -> Function:
@@ -88,11 +91,17 @@ def _lay_out(fn: Function, build: Build) -> Function:
     from tilec.opt.layouts import assign_layouts
     from tilec.opt.legalize_dots import widen_fp8_dots
     from tilec.backends.amd.matrix import matrix_unit
+    from tilec.backends.amd.stream_pipeline import stream_pipeline
 
     unit = matrix_unit(build.target)
+    options = build.options
+    # RDNA's 256 VGPRs a lane cannot also hold the next iteration's tiles:
+    # pipelined, five more benchmark configurations spilled on gfx1100
+    stages = options.num_stages if arch_facts(build.arch).family == "cdna" else 1
     passes = [partial(widen_fp8_dots, target=build.target),
-              partial(assign_layouts, num_warps=build.options.num_warps, target=build.target, unit=unit),
-              hoist_loop_invariants, eliminate_common_subexpressions]
+              partial(assign_layouts, num_warps=options.num_warps, target=build.target, unit=unit),
+              hoist_loop_invariants, eliminate_common_subexpressions,
+              partial(stream_pipeline, num_stages=stages, target=build.target, num_warps=options.num_warps)]
     lowered = PassManager(passes, verify=check_enabled()).run(fn)
     check_ir(lowered)
     return lowered

@@ -1,10 +1,8 @@
-"""Shared-memory buffers and the copies that fill them: ``local_alloc``,
-``async_copy`` (``cp.async``), ``async_commit``/``async_wait`` and
-``local_load`` (what the pipeliner, ``tilec.backends.nvidia.pipeline``, builds).
-
-A buffer is one register: its base pointer, at the offset the shared-memory
-plan (``Analyses.shared``) gave it.  Its matrices are swizzled (``Shared``;
-``mma.swizzled_offset``).
+"""The copies that fill shared-memory buffers: ``async_copy`` (``cp.async``),
+``async_commit``/``async_wait``, and ``local_load`` by ``ldmatrix`` (what the
+pipeliner, ``tilec.backends.nvidia.pipeline``, builds).  Buffers themselves
+(``local_alloc``, slots, the swizzled ``Shared`` matrices) are every GPU's:
+``tilec/codegen_llvm/shared_buffers.py``.
 
 ``async_copy`` moves each thread's vectors of its pointer tile (the widths
 ``memory.access_width`` proves: contiguous, aligned, mask constant) with one
@@ -19,8 +17,6 @@ ordinary loads and stores, finished when the op is: a later
 """
 from __future__ import annotations
 
-import math
-
 from llvmlite import ir as llir
 
 from tilec import ir
@@ -30,25 +26,12 @@ from tilec.codegen_llvm.elementwise import constant
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, coordinates
 from tilec.codegen_llvm.memory import _guarded, access_width
 from tilec.codegen_llvm.scalar_base import llvm_type
-from tilec.backends.nvidia.mma import OperandReader, ldmatrix_fits, load_shared_tile, matrix_bytes, swizzled_offset
+from tilec.codegen_llvm.shared_buffers import slot_base, swizzled_offset
+from tilec.backends.nvidia.mma import OperandReader, ldmatrix_fits, load_shared_tile
 
 CP_ASYNC_BYTES = (4, 8, 16)
 
 RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the NVIDIA backend's for the given op classes.")
-
-
-@lowers(ir.LocalAlloc)
-def _local_alloc(ctx: Ctx, op: ir.LocalAlloc) -> None:
-    t = op.result.type
-    nbytes = math.prod(t.shape) * t.elem.bytes
-    ctx.bind(op.results, [[ctx.shared_at(ctx.plan.offsets[op], nbytes)]])
-
-
-def slot_base(ctx: Ctx, buf: ir.Value, slot: ir.Value) -> llir.Value:
-    """The start of matrix ``slot`` of buffer ``buf``."""
-    t = buf.type
-    step = matrix_bytes(t.shape, t.elem)
-    return byte_offset(ctx.b, ctx[buf][0], ctx.b.mul(ctx[slot][0], I32(step)))
 
 
 @lowers(ir.LocalLoad)

@@ -33,9 +33,9 @@ from tilec.ir.layouts_nvidia import DotOperand, Mma, mma_grid, swizzled_layout
 from tilec.ir.types import ScalarType, TileType, bf16, elem_type, f8e4nv, f8e5, f16, f32, i8, i32
 from tilec.rules import registry
 from tilec.codegen_llvm.dot import fma_dot, round_tf32
-from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, layout_coordinates
-from tilec.codegen_llvm.memory import _from_memory, _to_memory
-from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
+from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset
+from tilec.codegen_llvm.scalar_base import llvm_type
+from tilec.codegen_llvm.shared_buffers import matrix_bytes, read_shared_tile, store_shared_tile, swizzled_offset
 from tilec.codegen_llvm.shuffle import convert_layout, moves_between_threads
 from tilec.backends.nvidia.wgmma import lower_dot_wait, lower_warpgroup_dot, warpgroup_dot_fits
 
@@ -191,27 +191,6 @@ def _from_word(ctx: Ctx, word, elem: ScalarType, n: int) -> list:
 # Swizzled shared-memory matrices
 # --------------------------------------------------------------------------- #
 
-def swizzled_offset(ctx: Ctx, layout: Shared, shape: tuple, coords: tuple, elem_bytes: int):
-    """Byte offset (i32) of the element at ``coords`` of the matrix (the last
-    two dims of a ``Shared`` tile of ``shape``; ``coords`` are i32 values):
-    ``Shared``'s docstring gives the formula."""
-    b = ctx.b
-    slow, fast = layout.matrix_dims
-    row, col = coords[slow], coords[fast]
-    rows, width = shape[-2:][slow], shape[-2:][fast]
-    vec, atom = layout.vec, layout.atom_width(width)
-    within_atom = b.and_(col, I32(atom - 1)) if atom < width else col
-    chunk = b.lshr(within_atom, I32(exact_log2(vec)))
-    within = b.and_(col, I32(vec - 1))
-    if layout.max_phase > 1:
-        phase = b.and_(b.lshr(row, I32(exact_log2(layout.per_phase))), I32(layout.max_phase - 1))
-        chunk = b.xor(chunk, phase)
-    index = b.add(b.add(b.mul(row, I32(atom)), b.shl(chunk, I32(exact_log2(vec)))), within)
-    if atom < width:
-        index = b.add(index, b.mul(b.lshr(col, I32(exact_log2(atom))), I32(rows * atom)))
-    return b.mul(index, I32(elem_bytes))
-
-
 def split_offset(layout: Shared, shape: tuple, coords: tuple, elem_bytes: int) -> tuple[tuple, int]:
     """Split constant matrix coordinates ``coords`` (added to a lane's own)
     into small ones and a byte immediate: ``swizzled_offset(lane + coords) ==
@@ -228,31 +207,13 @@ def split_offset(layout: Shared, shape: tuple, coords: tuple, elem_bytes: int) -
     return small, layout.unswizzled_offset(shape, high) * elem_bytes
 
 
-def matrix_bytes(shape: tuple, elem: ScalarType) -> int:
-    """Bytes of one matrix (the last two dims) of a shared tile."""
-    return shape[-1] * shape[-2] * elem.bytes
-
-
 def load_shared_tile(ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarType, dst: TileType) -> list:
     """The registers of ``dst`` (a register layout) read from the matrix at
     ``base``: ``ldmatrix`` for a ``DotOperand`` that allows it, else one
     ``ld.shared`` per element."""
     if isinstance(dst.layout, DotOperand) and ldmatrix_fits(dst.layout, layout, elem):
         return OperandReader(ctx, base, layout, shape, elem, dst).registers()
-    b, out = ctx.b, []
-    mem = memory_type(elem)
-    for coords in layout_coordinates(ctx, dst.layout, dst.shape):
-        offset = swizzled_offset(ctx, layout, shape, coords, elem.bytes)
-        out.append(_from_memory(ctx, b.load(byte_offset(b, base, offset), typ=mem, align=elem.bytes), elem))
-    return out
-
-
-def store_shared_tile(ctx: Ctx, regs: list, src: TileType, base, layout: Shared, shape: tuple) -> None:
-    """Write the registers of ``src`` into the matrix at ``base`` (one store each)."""
-    b, elem = ctx.b, elem_type(src)
-    for v, coords in zip(regs, layout_coordinates(ctx, src.layout, src.shape)):
-        offset = swizzled_offset(ctx, layout, shape, coords, elem.bytes)
-        b.store(_to_memory(ctx, v, elem), byte_offset(b, base, offset), align=elem.bytes)
+    return read_shared_tile(ctx, base, layout, shape, elem, dst)
 
 
 def ldmatrix_fits(op_layout: DotOperand, layout: Shared, elem: ScalarType) -> bool:
