@@ -25,23 +25,11 @@ from codegen.host_jit import native_function
 GEP = re.compile(r"getelementptr (?:inbounds )?(\S+), ptr addrspace\(1\) %[\w.]+, i64 (%[\w.]+|-?\d+)")
 
 
-# A masked access on NVIDIA is inline PTX taking its constant bytes as the address's immediate.
-IMMEDIATE = re.compile(r"\[\$\d+\+(-?\d+)\]")
-
-
 def address_geps(llir_text: str) -> tuple[list[str], list[str]]:
     """The global-memory ``getelementptr``s: the element types of those with a
-    variable index, and of those with a constant one (an inline access's
-    immediate counts as an ``i8`` one)."""
+    variable index, and of those with a constant one."""
     geps = GEP.findall(llir_text)
-    constant = [t for t, i in geps if not i.startswith("%")] + ["i8"] * len(IMMEDIATE.findall(llir_text))
-    return [t for t, i in geps if i.startswith("%")], constant
-
-
-def constant_offsets(llir_text: str) -> list[int]:
-    """The constant byte offsets of the addresses, in ``getelementptr``s or inline immediates."""
-    return [int(i) for _, i in GEP.findall(llir_text) if not i.startswith("%")] + \
-        [int(k) for k in IMMEDIATE.findall(llir_text)]
+    return [t for t, i in geps if i.startswith("%")], [t for t, i in geps if not i.startswith("%")]
 
 
 @tilec.jit
@@ -93,7 +81,8 @@ def test_pointer_tiles_moved_by_constants_share_their_base():
     assert set(constant) == {"i8"}, llvm
     # p - 2 and q + 1 are x + arange + 1 and y + arange + 1: 8 registers a
     # thread, 4 bytes past its base, then every 128 elements
-    assert sorted(constant_offsets(llvm)) == sorted(2 * [4 + 512 * j for j in range(8)]), llvm
+    offsets = [int(i) for _, i in GEP.findall(llvm) if not i.startswith("%")]
+    assert sorted(offsets) == sorted(2 * [4 + 512 * j for j in range(8)]), llvm
 
 
 @tilec.jit

@@ -49,7 +49,7 @@ def addresses(sc: ScalarContext, ptrs: list, offsets: list, offset_type: ScalarT
     bases: dict[tuple[int, int], llir.Value] = {}
     out = []
     for p, o in zip(ptrs, offsets):
-        p_base, p_bytes = pointer_parts(p)
+        p_base, p_bytes = _pointer_parts(p)
         rest, k = split(o)
         key = (id(p_base), id(rest))
         if key not in bases:
@@ -128,7 +128,7 @@ class ConstantParts:
         return (k + half) % (2 * half) - half
 
 
-def pointer_parts(p: llir.Value) -> tuple[llir.Value, int]:
+def _pointer_parts(p: llir.Value) -> tuple[llir.Value, int]:
     """Pointer ``p`` as ``(base, bytes)``: a constant byte offset is taken back off."""
     if (isinstance(p, llir.GEPInstr) and p.source_etype == I8 and len(p.indices) == 1
             and isinstance(p.indices[0], llir.Constant)):

@@ -6,11 +6,10 @@ the layout's fastest dim first, so ``vec`` consecutive registers are
 addresses contiguous and ``vec * size`` aligned, and the mask constant over
 them (``access_width``), up to the target's widest access
 (``Target.max_vector_bytes``).  One ``<vec x T>`` access then moves them
-(on NVIDIA GPUs 16 bytes are one ``ld.global.v4.b32``).  A masked access,
-or one with cache hints, is the backend's own instruction where it has one
-(``TargetLowering.load``/``store``: a predicated instruction, no branch);
-elsewhere a masked access branches around LLVM's.  Masked-off lanes never
-touch memory.
+(on NVIDIA GPUs 16 bytes are one ``ld.global.v4.b32``).  A masked access
+branches around the instruction; masked-off lanes never touch memory.  An
+access with cache hints is the backend's own instruction where it has one
+(``TargetLowering.load``/``store``).
 
 Atomics go element by element; where a layout gives several threads the
 same element, only one of them (``owner_predicate``) applies it, and a
@@ -74,8 +73,7 @@ def _from_memory(ctx: Ctx, v: llir.Value, t) -> llir.Value:
 
 def _guarded(ctx: Ctx, cond: Optional[llir.Value], emit, fallback):
     """``emit()`` where ``cond`` holds (always when it is None); where it does
-    not, ``fallback`` (the values the skipped path yields; None: the access
-    yields nothing)."""
+    not, ``fallback`` (the values the skipped path yields, or None)."""
     if cond is None:
         return emit()
     b = ctx.b
@@ -83,7 +81,7 @@ def _guarded(ctx: Ctx, cond: Optional[llir.Value], emit, fallback):
     with b.if_then(cond) as _:
         got = emit()
         then_end = b.block
-    if fallback is None:
+    if got is None:
         return None
     if isinstance(got, list):
         return [_phi(b, g, then_end, f, start) for g, f in zip(got, fallback)]
@@ -107,18 +105,17 @@ def _load(ctx: Ctx, op: ir.Load) -> None:
     mem, width = memory_type(elem), access_width(ctx, op)
     ptrs, n = ctx[op.ptr], registers_of(op.result)
     masks = ctx[op.mask] if op.mask is not None else None
-    # Without ``other`` masked-off lanes read 0: a predicated load must find its
-    # destinations defined (docs/internals.md, "Layer-norm backward at Triton's speed").
     others = ctx[op.other] if op.other is not None else [constant(elem, 0)] * n
     out = []
     for g in _groups(n, width):
-        vtype, p = mem if width == 1 else llir.VectorType(mem, width), ptrs[g[0]]
+        vtype = mem if width == 1 else llir.VectorType(mem, width)
+
+        def emit(p=ptrs[g[0]], vtype=vtype):
+            hinted = ctx.lowering.load(ctx, p, vtype, op.cache, op.eviction, op.volatile)
+            return hinted if hinted is not None else ctx.b.load(p, typ=vtype, align=width * elem.bytes)
         cond = masks[g[0]] if masks is not None else None
         fallback = None if cond is None else _pack(ctx, [_to_memory(ctx, others[i], elem) for i in g])
-        raw = ctx.lowering.load(ctx, p, vtype, cond, fallback, op.cache, op.eviction, op.volatile)
-        if raw is None:
-            raw = _guarded(ctx, cond, lambda p=p, vtype=vtype: ctx.b.load(p, typ=vtype, align=width * elem.bytes),
-                           fallback)
+        raw = _guarded(ctx, cond, emit, fallback)
         values = [raw] if width == 1 else [ctx.b.extract_element(raw, I32(i)) for i in range(width)]
         out.extend(_from_memory(ctx, v, elem) for v in values)
     ctx.bind(op.results, [out])
@@ -142,10 +139,12 @@ def _store(ctx: Ctx, op: ir.Store) -> None:
     masks = ctx[op.mask] if op.mask is not None else None
     owner = _owner(ctx, op.ptr)
     for g in _groups(n, width):
-        p, data = ptrs[g[0]], _pack(ctx, [_to_memory(ctx, values[i], elem) for i in g])
-        cond = all_of(ctx.b, [c for c in (owner, masks and masks[g[0]]) if c is not None])
-        if not ctx.lowering.store(ctx, p, data, cond, op.cache, op.eviction):
-            _guarded(ctx, cond, lambda p=p, d=data: ctx.b.store(d, p, align=width * elem.bytes), None)
+        data = _pack(ctx, [_to_memory(ctx, values[i], elem) for i in g])
+
+        def emit(p=ptrs[g[0]], d=data):
+            if not ctx.lowering.store(ctx, p, d, op.cache, op.eviction):
+                ctx.b.store(d, p, align=width * elem.bytes)
+        _guarded(ctx, all_of(ctx.b, [c for c in (owner, masks and masks[g[0]]) if c is not None]), emit, None)
 
 
 def _owner(ctx: Ctx, ptr: ir.Value):

@@ -67,20 +67,16 @@ class TargetLowering(ABC):
         return None
 
     # --- memory -----------------------------------------------------------------
-    def load(self, ctx: Ctx, ptr: llir.Value, vtype: llir.Type, mask: Optional[llir.Value],
-             other: Optional[llir.Value], cache: str, eviction: str, volatile: bool) -> Optional[llir.Value]:
-        """``*ptr`` as ``vtype`` through the target's own instruction: where
-        ``mask`` (an i1; None: always) holds, else ``other`` (of ``vtype``),
-        without a branch, and with the cache hints (``tl.load``'s
-        ``cache_modifier``, ``eviction_policy``, ``volatile``).  None leaves it
-        to LLVM's ``load``, branched around where masked, the hints unused."""
+    def load(self, ctx: Ctx, ptr: llir.Value, vtype: llir.Type, cache: str, eviction: str,
+             volatile: bool) -> Optional[llir.Value]:
+        """``*ptr`` as ``vtype`` through the target's own instruction for the
+        cache hints (``tl.load``'s ``cache_modifier``, ``eviction_policy``,
+        ``volatile``); None leaves it to LLVM's ``load``, the hints unused."""
         return None
 
-    def store(self, ctx: Ctx, ptr: llir.Value, value: llir.Value, mask: Optional[llir.Value], cache: str,
-              eviction: str) -> bool:
-        """Write ``value`` to ``ptr`` where ``mask`` (an i1; None: always)
-        holds, through the target's own instruction, with the cache hints;
-        False leaves it to LLVM's ``store``, branched around where masked."""
+    def store(self, ctx: Ctx, ptr: llir.Value, value: llir.Value, cache: str, eviction: str) -> bool:
+        """Write ``value`` to ``ptr`` through the target's own instruction for
+        the cache hints; False leaves it to LLVM's ``store``."""
         return False
 
     def atomic_rmw(self, ctx: Ctx, name: str, ptr: llir.Value, value: llir.Value, sem: str,

@@ -7,9 +7,8 @@ is ``bar.sync 0``; lanes swap words with ``shfl.sync.bfly``; ``printf`` is
 CUDA's ``vprintf`` (its arguments packed in a buffer) and a failed assertion
 calls ``__assertfail``; ``tl.inline_asm_elementwise``'s text is PTX,
 pasted inline; atomics are single ``atom`` instructions carrying their
-ordering and scope (``atomics.py``); masked loads and stores, and those
-with cache hints, are inline ``ld``/``st``, predicated by the mask
-(``global_access.py``).  The kernel is a ``ptx_kernel`` with ``.maxntid``
+ordering and scope (``atomics.py``); loads and stores with cache hints are
+inline ``ld``/``st`` (``cache_hints.py``).  The kernel is a ``ptx_kernel`` with ``.maxntid``
 (and ``.maxnreg`` when the launch asks for it).  Atomic scopes: ``gpu`` is
 PTX's ``.gpu`` (LLVM's ``device`` syncscope, for the atomics left to LLVM),
 ``cta`` is ``.cta`` (``block``); ``sys`` is the whole system, which also
@@ -34,7 +33,7 @@ from tilec.codegen_llvm.kernel import I32, I64, Ctx
 from tilec.codegen_llvm.maps import emit_inline_asm
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call
 from tilec.codegen_llvm.scalar_math import library
-from tilec.backends.nvidia import async_copy, atomics, global_access, mma, special_registers
+from tilec.backends.nvidia import async_copy, atomics, cache_hints, mma, special_registers
 from tilec.backends.nvidia.libdevice import LIBDEVICE_PREFIX
 from tilec.backends.nvidia.target import launch_bounds_attrs
 
@@ -91,13 +90,12 @@ class NvidiaLowering(TargetLowering):
     def syncscope(self, scope: str) -> Optional[str]:
         return _SYNCSCOPE[scope]
 
-    def load(self, ctx: Ctx, ptr: llir.Value, vtype: llir.Type, mask: Optional[llir.Value],
-             other: Optional[llir.Value], cache: str, eviction: str, volatile: bool) -> Optional[llir.Value]:
-        return global_access.load(ctx, ptr, vtype, mask, other, cache, eviction, volatile)
+    def load(self, ctx: Ctx, ptr: llir.Value, vtype: llir.Type, cache: str, eviction: str,
+             volatile: bool) -> Optional[llir.Value]:
+        return cache_hints.load(ctx, ptr, vtype, cache, eviction, volatile)
 
-    def store(self, ctx: Ctx, ptr: llir.Value, value: llir.Value, mask: Optional[llir.Value], cache: str,
-              eviction: str) -> bool:
-        return global_access.store(ctx, ptr, value, mask, cache, eviction)
+    def store(self, ctx: Ctx, ptr: llir.Value, value: llir.Value, cache: str, eviction: str) -> bool:
+        return cache_hints.store(ctx, ptr, value, cache, eviction)
 
     def atomic_rmw(self, ctx: Ctx, name: str, ptr: llir.Value, value: llir.Value, sem: str,
                    scope: str) -> Optional[llir.Value]:
