@@ -140,6 +140,34 @@ def test_the_stages_are_in_asm_in_order():
         assert "masked.load.v8f32" in k.asm["llir"] or "masked.load.v16f32" in k.asm["llir"]
 
 
+
+def _sections(obj: bytes) -> dict:
+    """An object's sections by name, code and data as bytes, relocations by
+    count, no symbol table (the assembled object has one more symbol, its
+    ``.file``, which shifts the symbols' numbers in the relocations)."""
+    import llvmlite.binding as llvm
+
+    return {s.name(): s.data() if not s.name().startswith(b".rela") else s.size() // 24
+            for s in llvm.ObjectFileRef.from_data(obj).sections() if s.name() not in (None, b".strtab", b".symtab")}
+
+
+@pytest.mark.parametrize("kernel, args, constexprs", [
+    (add_kernel, vectors(1000), dict(BLOCK_SIZE=1024)),
+    (add_kernel, vectors(100, np.float16), dict(BLOCK_SIZE=64)),  # f16 conversions: calls and constants
+])
+def test_the_object_is_the_assembly_assembled(kernel, args, constexprs):
+    """The code generator runs once: ``obj`` is ``asm`` assembled, and holds the
+    same code and data as LLVM's own object of the optimized module."""
+    from tilec.backends.host import stages
+    from tilec.backends.host.target import host_target
+
+    k = fresh(kernel).compile(*args, target="cpu", **constexprs)
+    build = stages.Build(host_target(), k.options, k.metadata, k.asm["llir"])
+    direct = _sections(stages.module_object(k.asm["asm"], build))
+    made = _sections(k.asm["obj"])
+    assert made == direct and len(made[b".ltext"]) > 100  # the large code model's text
+    assert {n for n in made if n.startswith(b".rela")} and all(made[n] > 0 for n in made if n.startswith(b".rela"))
+
 @pytest.mark.parametrize("features, level", [
     ({}, "x86-64"),
     (dict.fromkeys(["avx2", "fma", "bmi", "bmi2", "f16c", "lzcnt", "movbe"], True), "x86-64-v3"),
