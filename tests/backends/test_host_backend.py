@@ -116,8 +116,11 @@ def scale(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("alpha", [np.float32(-2.5), np.float64(1e-310), np.int32(-3), np.uint8(200),
-                                   np.int64(-2**40), True] + [np.float16(0.1)] * (np.float16 in DTYPES))
+                                   np.int64(-2**40), np.uint64(2**64 - 5), True]
+                         + [np.float16(-0.1)] * (np.float16 in DTYPES))
 def test_scalars_of_every_width_arrive_as_the_interpreter_sees_them(alpha):
+    """Each kind the launcher packs its own way: floats by struct, integers by
+    their two's complement."""
     dtype = np.asarray(alpha).dtype if not isinstance(alpha, bool) else np.int32
     x = (np.arange(21) - 10).astype(dtype)
     out, want = np.zeros_like(x), np.zeros_like(x)
