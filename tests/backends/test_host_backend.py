@@ -7,13 +7,14 @@ the interpreter); most tests here call its launcher directly."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -115,8 +116,11 @@ def scale(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("alpha", [np.float32(-2.5), np.float64(1e-310), np.int32(-3), np.uint8(200),
-                                   np.int64(-2**40), True] + [np.float16(0.1)] * (np.float16 in DTYPES))
+                                   np.int64(-2**40), np.uint64(2**64 - 5), True]
+                         + [np.float16(-0.1)] * (np.float16 in DTYPES))
 def test_scalars_of_every_width_arrive_as_the_interpreter_sees_them(alpha):
+    """Each kind the launcher packs its own way: floats by struct, integers by
+    their two's complement."""
     dtype = np.asarray(alpha).dtype if not isinstance(alpha, bool) else np.int32
     x = (np.arange(21) - 10).astype(dtype)
     out, want = np.zeros_like(x), np.zeros_like(x)
@@ -138,6 +142,66 @@ def test_the_stages_are_in_asm_in_order():
     assert "add_kernel_grid:" in k.asm["asm"] and k.asm["obj"].startswith(b"\x7fELF")
     if HOST.target("cpu").cpu != "x86-64":  # AVX2 and up: the tile's loop is vectorized, masks and all
         assert "masked.load.v8f32" in k.asm["llir"] or "masked.load.v16f32" in k.asm["llir"]
+
+
+
+def _sections(obj: bytes) -> dict:
+    """An object's sections by name, code and data as bytes, relocations by
+    count, no symbol table (the assembled object has one more symbol, its
+    ``.file``, which shifts the symbols' numbers in the relocations)."""
+    import llvmlite.binding as llvm
+
+    return {s.name(): s.data() if not s.name().startswith(b".rela") else s.size() // 24
+            for s in llvm.ObjectFileRef.from_data(obj).sections() if s.name() not in (None, b".strtab", b".symtab")}
+
+
+@pytest.mark.parametrize("kernel, args, constexprs", [
+    (add_kernel, vectors(1000), dict(BLOCK_SIZE=1024)),
+    (add_kernel, vectors(100, np.float16), dict(BLOCK_SIZE=64)),  # f16 conversions: calls and constants
+])
+def test_the_object_is_the_assembly_assembled(kernel, args, constexprs):
+    """The code generator runs once: ``obj`` is ``asm`` assembled, and holds the
+    same code and data as LLVM's own object of the optimized module."""
+    from tilec.backends.host import stages
+    from tilec.backends.host.target import host_target
+
+    k = fresh(kernel).compile(*args, target="cpu", **constexprs)
+    build = stages.Build(host_target(), k.options, k.metadata, k.asm["llir"])
+    direct = _sections(stages.module_object(k.asm["asm"], build))
+    made = _sections(k.asm["obj"])
+    assert made == direct and len(made[b".ltext"]) > 100  # the large code model's text
+    assert {n for n in made if n.startswith(b".rela")} and all(made[n] > 0 for n in made if n.startswith(b".rela"))
+
+@tilec.jit
+def trig_kernel(x_ptr, s_ptr, c_ptr, t_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(s_ptr + offs, tl.sin(x), mask=mask)
+    tl.store(c_ptr + offs, tl.cos(x), mask=mask)
+    tl.store(t_ptr + offs, tl.extra.libdevice.tan(x), mask=mask)
+
+
+@settings(max_examples=20, deadline=None)
+@given(dtype=st.sampled_from([np.float32, np.float64]), data=st.data())
+def test_sin_cos_tan_of_any_argument_are_within_two_ulps_and_call_no_library(dtype, data):
+    """Huge (Payne and Hanek's reduction), tiny, negative, infinite and NaN
+    arguments alike, against numpy in float64 (long double for f64), in a
+    vectorized loop that calls no C library."""
+    width = 32 if dtype is np.float32 else 64
+    x = data.draw(hnp.arrays(dtype, st.integers(1, 300), elements=st.floats(width=width)))
+    outs = [np.empty_like(x) for _ in range(3)]
+    k = run_on_cpu(trig_kernel, (tilec.cdiv(x.size, 128), 1, 1), x, *outs, x.size, BLOCK=128)
+    wide = x.astype(np.longdouble if width == 64 else np.float64)
+    for got, f in zip(outs, (np.sin, np.cos, np.tan)):
+        with np.errstate(all="ignore"):
+            want = f(wide)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan)
+        ulp = np.spacing(np.abs(want[~nan]).astype(dtype)).astype(wide.dtype)
+        assert np.all(np.abs(got[~nan] - want[~nan]) <= 2 * ulp), f.__name__
+    assert not re.findall(r"call[^\n]*@(sin|cos|tan)f?\b", k.asm["llir"])
+    assert "two_over_pi" in k.asm["llir"]
 
 
 @pytest.mark.parametrize("features, level", [

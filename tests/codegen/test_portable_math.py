@@ -20,6 +20,7 @@ from codegen.scalar_cases import build_host_loop
 from helpers import PROPERTY
 
 from tilec.codegen_llvm.portable_math import PORTABLE_MATH, PortableMath, TRIG_BOUNDS, function_name
+from tilec.codegen_llvm.portable_math.constants import two_over_pi_words
 from tilec.codegen_llvm.portable_math.emitter import BODIES, FORMATS
 from tilec.codegen_llvm.scalar_base import C_MATH, ScalarContext
 from tilec.ir import ops as ir
@@ -56,14 +57,11 @@ def test_within_bound_over_a_sweep(name, kind):
 
 
 def _floats(name: str, kind: str):
-    """Any float of the type (NaN, infinities, subnormals included) or one in
-    the case's range; sin, cos and tan only where their bound holds."""
+    """Any float of the type (NaN, infinities, subnormals, the largest
+    included) or one in the case's range."""
     width = 32 if kind == "f32" else 64
     case = CASES[name]
     anywhere = st.floats(width=width)
-    if case.within is not None:
-        top = case.within[kind]
-        anywhere = st.floats(-top, top, width=width) | st.sampled_from([np.inf, -np.inf, np.nan])
     ranged = [st.floats(float(lo), float(hi), width=width) for lo, hi in case.ranges]
     return [hnp.arrays(DTYPES[kind], 64, elements=anywhere | r) for r in ranged]
 
@@ -129,15 +127,44 @@ def test_fmod_is_exact_across_the_widest_gaps(kind):
     assert np.array_equal(got, np.fmod(x, y)), [(a, b, g, w) for a, b, g, w in zip(x, y, got, np.fmod(x, y)) if g != w][:3]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_sin_and_cos_stay_in_range_past_their_reduction(kind):
-    """Past ``TRIG_BOUNDS`` the values are not promised, but they are finite and in [-1, 1]."""
-    rng = np.random.default_rng(7)
-    big = np.exp(rng.uniform(np.log(TRIG_BOUNDS[kind]), np.log(float(np.finfo(DTYPES[kind]).max)), 4000))
-    x = (big * rng.choice([-1.0, 1.0], big.size)).astype(DTYPES[kind])
-    for name in ("sin", "cos"):
-        y = compiled(name, kind)(x)
-        assert np.all(np.abs(y) <= 1.0), name
+def test_the_bits_of_2_over_pi_are_right():
+    """fdlibm's table of 2/pi (``ipio2``, 24 bits an entry) begins so; the
+    first 53 bits against 2/pi in floats."""
+    words = two_over_pi_words(37)
+    bits = "".join(f"{w:032b}" for w in words)
+    fdlibm = [0xA2F983, 0x6E4E44, 0x1529FC, 0x2757D1, 0xF534DD, 0xC0DB62, 0x95993C, 0x439041, 0xFE5163]
+    assert bits[:24 * len(fdlibm)] == "".join(f"{w:024b}" for w in fdlibm)
+    assert abs(int(bits[:53], 2) / 2.0 ** 53 - 2 / np.pi) < 2.0 ** -52
+    assert two_over_pi_words(3) == words[:3]
+
+
+TRIG = [(name, kind) for name in ("sin", "cos", "tan") for kind in KINDS]
+
+
+@pytest.mark.parametrize("name,kind", TRIG)
+def test_trig_is_within_bound_past_cody_and_waite(name, kind):
+    """From ``TRIG_BOUNDS`` (where Payne and Hanek's reduction takes over) to
+    the largest float, both signs, and either side of the bound."""
+    rng, dtype = np.random.default_rng(7), DTYPES[kind]
+    big = np.exp(rng.uniform(np.log(TRIG_BOUNDS[kind]), np.log(float(np.finfo(dtype).max)), 20_000))
+    bound = dtype(TRIG_BOUNDS[kind])
+    near = [np.nextafter(bound, 0, dtype=dtype), bound, np.nextafter(bound, np.inf, dtype=dtype), np.finfo(dtype).max]
+    x = np.concatenate([big, near]).astype(dtype)
+    check(name, kind, np.concatenate([x, -x]))
+
+
+#: Where reducing loses the most bits: the double nearest a multiple of
+#: pi/2 (``6381956970095103 2^797``, ``cos`` = -4.687e-19: 61 bits cancel)
+#: beside a few other huge ones; every 64th f32 of the binade from 2^63.
+HARDEST = {"f64": [6381956970095103 * 2.0 ** 797, 5261692873635770 * 2.0 ** 499, 8010155434490683 * 2.0 ** 156,
+                   2 ** 1023 * (2 - 2.0 ** -52)],
+           "f32": list(np.arange(0x5F000000, 0x5F800000, 64, dtype=np.uint32).view(np.float32))}
+
+
+@pytest.mark.parametrize("name,kind", TRIG)
+def test_trig_keeps_its_bound_nearest_multiples_of_pi_2(name, kind):
+    x = np.array(HARDEST[kind], DTYPES[kind])
+    check(name, kind, np.concatenate([x, -x]))
 
 
 # --------------------------------------------------------------------------- #
@@ -197,7 +224,8 @@ def test_exp_and_exp2_are_its_own_not_llvm_exp2():
     assert "llvm.exp2" not in str(module) and "tilec.math.exp2.f32" in str(module)
 
 
-VECTORIZED = [("exp", "f32"), ("sin", "f32"), ("erf", "f32"), ("log", "f64"), ("pow", "f64"), ("fmod", "f32")]
+VECTORIZED = [("exp", "f32"), ("sin", "f32"), ("tan", "f64"), ("erf", "f32"), ("log", "f64"), ("pow", "f64"),
+              ("fmod", "f32")]
 
 
 @pytest.mark.parametrize("name,kind", VECTORIZED)

@@ -41,8 +41,6 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
-
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType, Type
 from tilec.launch.args import KernelArg, host_array
@@ -62,10 +60,13 @@ RUNTIME_LIBRARIES = ("libgcc_s.so.1", "libm.so.6")
 @dataclass(frozen=True)
 class LoadedKernel:
     """A variant's code in this process: ``entry`` (its ``<kernel>_grid``, a
-    ctypes function) is valid while ``engine``, the MCJIT engine holding it, lives."""
+    ctypes function) is valid while ``engine``, the MCJIT engine holding it,
+    lives; ``converters`` turn each IR argument's launch value into what
+    ``entry`` takes (``entry_converter``)."""
 
     engine: Any
     entry: Callable[..., None]
+    converters: tuple[Callable[[Any], int], ...]
 
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
@@ -96,7 +97,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
         return  # an empty grid launches no program
     loaded = compiled.runtime.get(TARGET) or load(compiled)
     arrays = compiled.runtime_args(args)
-    values = [_entry_value(a.type, v) for a, v in zip(compiled.fn.args, arrays)]
+    values = [convert(v) for convert, v in zip(loaded.converters, arrays)]
     table = Table(compiled.fn, arrays) if compiled.options.debug else None
     hidden = [table.address] if table is not None else []
     run_programs(lambda first, last: loaded.entry(*values, *hidden, *grid, first, last), total,
@@ -105,13 +106,22 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
         table.raise_bad_access(grid)
 
 
-def _entry_value(t: Type, value: Any) -> int:
-    """What the grid entry takes for ``value`` of IR type ``t``: an array's data
-    address, a scalar's bits as an unsigned integer."""
+def entry_converter(t: Type) -> Callable[[Any], int]:
+    """What turns a launch value of IR type ``t`` into what the grid entry
+    takes: an array's data address, a scalar's bits as an unsigned integer
+    (made once per variant: a launch pays a call per argument)."""
     if isinstance(t, PointerType):
-        return value.__array_interface__["data"][0]
-    bits = np.asarray(value)
-    return int(bits.view(f"u{bits.itemsize}"))
+        return lambda array: array.__array_interface__["data"][0]
+    if not t.is_float:  # two's complement in the type's width (a bool: 0 or 1)
+        mask = (1 << t.bits) - 1
+        return lambda value: int(value) & mask
+    as_float, as_bits = _IEEE[t.name]  # a scalar argument has a type of numpy's own: no bf16, no fp8
+    return lambda value: as_bits.unpack(as_float.pack(value))[0]
+
+
+#: The IEEE types struct packs: the float's format and that of the same bits as an unsigned integer.
+_IEEE = {"f16": (struct.Struct("<e"), struct.Struct("<H")), "f32": (struct.Struct("<f"), struct.Struct("<I")),
+         "f64": (struct.Struct("<d"), struct.Struct("<Q"))}
 
 
 def _entry_ctype(t: Type) -> type:
@@ -140,7 +150,8 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     hidden = [ctypes.c_void_p] * compiled.options.debug  # the bounds table
     signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *hidden,
                                  *[ctypes.c_int32] * 3, ctypes.c_int64, ctypes.c_int64)
-    loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)))
+    loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)),
+                          tuple(entry_converter(a.type) for a in compiled.fn.args))
     compiled.runtime[TARGET] = loaded
     return loaded
 
@@ -202,4 +213,7 @@ def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> Non
     """A ValueError naming the first read-only host array the kernel may write."""
     from tilec.opt.written_pointers import refuse_read_only_arrays
 
-    refuse_read_only_arrays(compiled.name, compiled.fn, [(a.name, host_array(a)) for a in args])
+    arrays = [host_array(a) for a in args]
+    if all(array is None or array.flags.writeable for array in arrays):
+        return  # the usual case, at the cost of a flag an array
+    refuse_read_only_arrays(compiled.name, compiled.fn, [(a.name, array) for a, array in zip(args, arrays)])

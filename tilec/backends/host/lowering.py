@@ -7,11 +7,10 @@ function: message`` to standard error and calls C's ``abort()``, as C's
 ``assert`` does: the process stops, as a GPU's context does after a device
 assertion.  The math library is tilec's own (``codegen_llvm.portable_math``:
 LLVM IR inlined into the loops, which LLVM then vectorizes, within 2 ulp of
-the exact result), but for ``C_LIBRARY``: the functions it lacks, and sin,
-cos and tan, whose portable bodies are exact only up to ``TRIG_BOUNDS``
-(6.5e6 in f32) where C's reduce any argument; those call the C library,
-resolved in this process when the code is loaded (a loop calling one is
-not vectorized).
+the exact result for every argument, sin, cos and tan of huge ones
+included); only the functions it lacks call the C library, resolved in
+this process when the code is loaded (a loop calling one is not
+vectorized).
 """
 from __future__ import annotations
 
@@ -19,28 +18,17 @@ from llvmlite import ir as llir
 
 from tilec.codegen_llvm.debug import GENERIC, string_constant
 from tilec.codegen_llvm.kernel import I32, I64
-from tilec.codegen_llvm.portable_math import PortableMath
-from tilec.codegen_llvm.scalar_base import MathLibrary, ScalarContext
+from tilec.codegen_llvm.portable_math import PORTABLE_MATH
+from tilec.codegen_llvm.scalar_base import MathLibrary
 
 STDERR = 2  # the file descriptor a failed assertion writes to
-#: The functions the host takes from the C library although the portable one has them.
-C_LIBRARY = frozenset({"sin", "cos", "tan"})
-
-
-class HostMath(PortableMath):
-    """The portable math library but for ``C_LIBRARY`` (module docstring)."""
-
-    def callee(self, ctx: ScalarContext, name: str, t: llir.Type, signature: llir.FunctionType) -> llir.Function:
-        if name in C_LIBRARY:
-            return MathLibrary.callee(self, ctx, name, t, signature)
-        return super().callee(ctx, name, t, signature)
 
 
 class HostLowering:
     """The host's hooks (module docstring); ``ctx`` is the host codegen's ``HostCtx``."""
 
     name = "cpu"
-    math: MathLibrary = HostMath()
+    math: MathLibrary = PORTABLE_MATH
 
     def printf(self, ctx, fmt: str, args: list[llir.Value]) -> None:
         printf = _declare(ctx, "printf", I32, [GENERIC], var_arg=True)

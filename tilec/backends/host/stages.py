@@ -12,16 +12,25 @@ returns its own, which ``launch.compiler.run_stages`` keeps in
   (inlined into it), O3 at the target's CPU level, which vectorizes the
   loops over the tiles;
 * ``asm``: the assembly LLVM's code generator makes of it;
-* ``obj``: the relocatable object (bytes) of the same module, which the
-  launcher loads with MCJIT: the loader places it and resolves its calls
-  (the C library's) in the process that runs it, so the disk cache keeps it
-  as data like any other stage.
+* ``obj``: the relocatable object (bytes), which the launcher loads with
+  MCJIT: the loader places it and resolves its calls (the C library's) in
+  the process that runs it, so the disk cache keeps it as data like any
+  other stage.  It is the ``asm`` text assembled (LLVM's assembler, reached
+  through a module of nothing but module-level assembly: milliseconds),
+  not a second run of the code generator on the module, which cost as much
+  as the first (0.1-0.4 s a kernel); so the assembly shown is the code that
+  runs.  Only this process's architecture has its assembler loaded
+  (llvmlite registers the native one alone), so a cross target's object,
+  and a compile without the text (``compile_for_cpu(assembly=False)``),
+  comes from the module.
 
 ``metadata.shared_bytes`` is the stack memory one program's buffers take
 (``OutOfResources`` beyond ``target.MAX_PROGRAM_BYTES``).
 """
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 
 from tilec.errors import OutOfResources
@@ -29,7 +38,7 @@ from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, run_stages
 from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
-from tilec.backends.host.target import target_facts
+from tilec.backends.host.target import host_target, target_facts
 
 
 
@@ -40,7 +49,7 @@ class Build:
     target: Target
     options: Options
     metadata: KernelMetadata
-    llir: str = ""  # the optimized LLVM IR, which the object code is made from
+    llir: str = ""  # the optimized LLVM IR (a cross target's object code is made from it)
 
 
 def lower_to_llvm(fn: Function, build: Build) -> str:
@@ -79,9 +88,45 @@ def emit_assembly(llir: str, build: Build) -> str:
 
 
 def emit_object(asm: str, build: Build) -> bytes:
-    """The relocatable object of the optimized module (``build.llir``: this
-    stage follows the assembly, made from the same IR)."""
+    """The relocatable object: ``asm`` assembled where this process has the
+    target's assembler, else the optimized module's code (``module_object``)."""
+    if build.target.triple != host_target().triple:
+        return module_object(asm, build)
+    return target_machine(build.target).emit_object(assembly_module(asm, build.target))
+
+
+def module_object(_previous: str, build: Build) -> bytes:
+    """The relocatable object LLVM's code generator makes of the optimized module (``build.llir``)."""
     return target_machine(build.target).emit_object(build.target.parse(build.llir))
+
+
+def assembly_module(asm: str, target: Target):
+    """An llvmlite module holding assembly text ``asm`` as module-level
+    assembly, which LLVM's code generator passes to the assembler as it is."""
+    import llvmlite.binding as llvm
+
+    _native_assembler()
+    lines = "".join(f'module asm "{line}"\n' for line in _escaped(asm).splitlines())
+    module = llvm.parse_assembly(f'target triple = "{target.triple}"\n{lines}')
+    module.data_layout = target.data_layout
+    return module
+
+
+@functools.cache
+def _native_assembler() -> None:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_asmparser()
+
+
+#: What an LLVM IR string cannot hold as it is: a quote, a backslash, a byte
+#: outside printable ASCII (a tab); line ends stay, to split the text on.
+_UNPRINTABLE = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e\n]')
+
+
+def _escaped(text: str) -> str:
+    """``text`` with ``\\XX`` for each byte of what ``_UNPRINTABLE`` matches."""
+    return _UNPRINTABLE.sub(lambda m: "".join(f"\\{b:02X}" for b in m.group().encode()), text)
 
 
 #: The stages in order, with the extension of each one's file.
@@ -90,6 +135,8 @@ STAGES: list[Stage] = [
     Stage("asm", "s", emit_assembly),
     Stage("obj", "o", emit_object, binary=True),
 ]
+#: The stages of a compile without the assembly text: the object from the module.
+OBJECT_STAGES: list[Stage] = [STAGES[0], Stage("obj", "o", module_object, binary=True)]
 
 
 def compile_for_cpu(compiled: CompiledKernel, assembly: bool = True) -> None:
@@ -97,5 +144,6 @@ def compile_for_cpu(compiled: CompiledKernel, assembly: bool = True) -> None:
     target: ``target.target_facts``), filling ``compiled.asm``; without
     ``assembly``, all but the assembly text (LLVM's code generator runs once,
     for the object: what a compile check needs)."""
-    stages = STAGES if assembly else [s for s in STAGES if s.name != "asm"]
-    run_stages(compiled, stages, Build(target_facts(compiled.target), compiled.options, compiled.metadata))
+    build = Build(target_facts(compiled.target), compiled.options, compiled.metadata)
+    run_stages(compiled, STAGES if assembly else OBJECT_STAGES, build)
+

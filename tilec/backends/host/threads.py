@@ -76,16 +76,18 @@ def ranges(total: int, parts: int) -> list[tuple[int, int]]:
 
 def run_programs(run: Callable[[int, int], None], total: int, stack_bytes: int) -> None:
     """Run programs ``0 .. total - 1`` through ``run(first, last)`` (module docstring)."""
-    threads, first = min(thread_count(), total), 0
+    first = 0
     if stack_bytes <= CALLER_STACK_BYTES:
         start = time.perf_counter()
         run(0, 1)
-        if threads == 1 or (time.perf_counter() - start) * (total - 1) < INLINE_SECONDS:
-            if total > 1:  # a ctypes call costs microseconds
-                run(1, total)
+        if total == 1:
+            return
+        if (time.perf_counter() - start) * (total - 1) < INLINE_SECONDS or thread_count() == 1:
+            run(1, total)
             return
         first = 1
     pool = _pool(thread_count())
+    threads = min(thread_count(), total)
     parts = ranges(total - first, threads * RANGES_PER_THREAD)
     for f in [pool.submit(run, first + lo, first + hi) for lo, hi in parts]:
         f.result()

@@ -4,8 +4,9 @@ A backend whose target has no math library of its own (or whose library
 is a call per element, as the C library is) takes this one
 (``math = PORTABLE_MATH`` on its ``TargetLowering``).  Each function is
 defined in the kernel's module on first use as an internal ``alwaysinline``
-function of selects, bit casts, integer ops and the intrinsics ``llvm.fma``,
-``llvm.fabs``, ``llvm.copysign`` and ``llvm.sqrt``: no branch and no call
+function of selects, bit casts, integer ops, loads from constant tables and
+the intrinsics ``llvm.fma``, ``llvm.fabs``, ``llvm.copysign`` and
+``llvm.sqrt``: no branch and no call
 survives inlining, so LLVM's loop vectorizer vectorizes a loop that calls
 them, and every backend computes the same bits (``llvm.fma`` is exact
 everywhere; a target without fused multiply-add, as baseline x86-64, calls
@@ -43,14 +44,11 @@ correctly rounded result on random and edge inputs
     erfc         2.62       2.45
     fmod    0 (exact)  0 (exact)
 
-``sin``, ``cos`` and ``tan`` reduce by Cody and Waite's method with pi/2 in
-three floats (``3P`` bits), the reduced argument carried as a pair: the
-bounds above hold for ``|x| < TRIG_BOUNDS`` (6.5e6 for f32, 1.75e15 for
-f64, a little inside ``2^(P-2) pi/2``), measured on random inputs there
-(the rare inputs closest to a multiple of pi/2 near the top of the f64 range
-need more than 159 bits of pi/2 and may lose a few).  Beyond, the quadrant
-is wrong and the result, held to ``[-1, 1]`` for sin and cos, is not the
-function's value: there is no Payne and Hanek reduction.
+``sin``, ``cos`` and ``tan`` hold these bounds for every argument: below
+``TRIG_BOUNDS`` (6.5e6 for f32, 1.75e15 for f64) they reduce by Cody and
+Waite's method with pi/2 in three floats, beyond by Payne and Hanek's with
+the bits of 2/pi from a table (``reduction.py``), the reduced argument
+carried as a pair either way.
 
 ``erfc`` is the one above 2 ulps (a product of exp's parts, a polynomial
 and a quotient); ``fmod`` is exact (long division in a fixed number of
@@ -72,14 +70,12 @@ from llvmlite import ir as llir
 
 from tilec.codegen_llvm.portable_math import error_function, exp_log, fmod, hyperbolic, power, trig  # noqa: F401  (they fill BODIES)
 from tilec.codegen_llvm.portable_math.emitter import BODIES, FORMATS, Emitter, Format, Num
+from tilec.codegen_llvm.portable_math.trig import TRIG_BOUNDS
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, ScalarContext
 from tilec.codegen_llvm.scalar_math import library
 from tilec.ir import ops as ir
 
 
-#: Where sin, cos and tan keep their stated accuracy: a little inside
-#: ``2^(P-2) pi/2``, where rounding ``2x/pi`` to an integer stops working.
-TRIG_BOUNDS = {"f32": 6.5e6, "f64": 1.75e15}
 
 
 def function_name(name: str, fmt: Format) -> str:

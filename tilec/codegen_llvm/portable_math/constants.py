@@ -3,6 +3,7 @@ polynomials (``coefficients.py``) and irrational constants split into sums
 of floats of a format (Cody and Waite's ``ln2 = ln2_hi + ln2_lo``)."""
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 from tilec.codegen_llvm.portable_math import coefficients
@@ -40,3 +41,23 @@ def split(name: str, fmt: Format, parts: int = 2) -> tuple[float, ...]:
 
 def smallest_normal(fmt: Format) -> float:
     return 2.0 ** (1 - fmt.bias)
+
+
+@functools.cache
+def two_over_pi_words(count: int) -> tuple[int, ...]:
+    """The first ``32 count`` bits of 2/pi after the binary point as 32-bit
+    words, most significant first (``floor(2^(32 count) 2/pi)``): pi by
+    Machin's formula ``16 atan(1/5) - 4 atan(1/239)`` in integers, 64 bits
+    past what is kept (each series term truncated costs its last unit)."""
+    bits = 32 * count + 64
+
+    def atan_inverse(n: int) -> int:  # atan(1/n) 2^bits
+        total, power, k = 0, (1 << bits) // n, 0
+        while power:
+            total += (-1) ** k * (power // (2 * k + 1))
+            power //= n * n
+            k += 1
+        return total
+    pi = 16 * atan_inverse(5) - 4 * atan_inverse(239)
+    value = (1 << (32 * count + 1 + bits)) // pi
+    return tuple((value >> (32 * (count - 1 - i))) & 0xFFFFFFFF for i in range(count))

@@ -5,8 +5,10 @@ order the formula is written, one rounding per operation (no fast-math
 flags: LLVM may neither reassociate nor contract them).
 
 Everything here is branch-free and vectorizes on every target: selects,
-bit casts, integer shifts and adds, and the intrinsics ``llvm.fma``,
-``llvm.fabs``, ``llvm.copysign`` and ``llvm.sqrt``.  Rounding to an integer
+bit casts, integer shifts and adds, the intrinsics ``llvm.fma``,
+``llvm.fabs``, ``llvm.copysign`` and ``llvm.sqrt``, and loads from a
+constant table (``constant_table``, ``Emitter.word``: a gather where the
+loop is vectorized).  Rounding to an integer
 is the add-and-subtract of ``1.5 * 2^(P-1)`` (``round_small``), not
 ``llvm.rint``, and scaling by a power of two builds the power from its bits
 (``pow2``), not ``llvm.ldexp``: x86-64 without SSE4.1 calls the C library
@@ -14,6 +16,7 @@ for those two (which would stop LLVM vectorizing the caller's loop).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
@@ -74,6 +77,22 @@ class Emitter:
     def to_float(self, i: "Int") -> "Num":
         """A (small) integer as a float, exactly."""
         return Num(self, self.b.sitofp(i.v, self.fmt.float_type))
+
+    def in_format(self, value: Union["Num", "Int"]) -> Union["Num", "Int"]:
+        """``value`` of another emitter's format as this one's: a float
+        extended or rounded, an integer zero-extended or truncated."""
+        b, ours, theirs = self.b, self.fmt.width, value.e.fmt.width
+        if isinstance(value, Num):
+            convert = (lambda v, t: v) if ours == theirs else b.fpext if theirs < ours else b.fptrunc
+            return Num(self, convert(value.v, self.fmt.float_type))
+        convert = (lambda v, t: v) if ours == theirs else b.zext if theirs < ours else b.trunc
+        return Int(self, convert(value.v, self.fmt.int_type))
+
+    def word(self, table: llir.GlobalVariable, index: "Int") -> "Int":
+        """Element ``index`` of ``table`` (a constant array of unsigned
+        integers, ``constant_table``), zero-extended."""
+        p = self.b.gep(table, [llir.Constant(llir.IntType(64), 0), index.v], inbounds=True)
+        return Int(self, self.b.zext(self.b.load(p), self.fmt.int_type))
 
     # Intrinsics ----------------------------------------------------------
     def _intrinsic(self, name: str, *args: Operand) -> "Num":
@@ -156,6 +175,27 @@ class Emitter:
         return self.select(self.eq(x, 0.0), x, result)
 
 
+def constant_table(module: llir.Module, name: str, words: Sequence[int], bits: int) -> llir.GlobalVariable:
+    """An internal constant array ``name`` of ``module`` holding ``words``
+    (unsigned, ``bits`` wide), made on first use, in the address space where
+    the module's data layout puts globals (``G<n>``; 0 without one)."""
+    table = module.globals.get(name)
+    if table is None:
+        space = re.search(r"(?:^|-)G(\d+)", module.data_layout or "")
+        t = llir.ArrayType(llir.IntType(bits), len(words))
+        table = llir.GlobalVariable(module, t, name, addrspace=int(space.group(1)) if space else 0)
+        table.initializer = llir.Constant(t, list(words))
+        table.global_constant, table.linkage, table.unnamed_addr = True, "internal", True
+    return table
+
+
+def two_sum(a: "Num", b: "Num") -> tuple["Num", "Num"]:
+    """``a + b`` rounded and its rounding error, exactly (Knuth's, any order of size)."""
+    total = a + b
+    b_part = total - a
+    return total, (a - (total - b_part)) + (b - b_part)
+
+
 class _Value:
     """What ``Num`` and ``Int`` share: arithmetic with another value of the
     kind or a Python number (lifted by ``_lift``) emits one instruction,
@@ -216,7 +256,7 @@ class Int(_Value):
 
     __slots__ = ()
     OPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor",
-           "shl": "shl", "ashr": "ashr", "udiv": "udiv"}
+           "shl": "shl", "ashr": "ashr", "lshr": "lshr", "udiv": "udiv"}
 
     def _lift(self, other) -> "Int":
         return self.e.int(other)
@@ -232,6 +272,10 @@ class Int(_Value):
 
     def udiv(self, o) -> "Int":
         return self._bin("udiv", o)
+
+    def lshr(self, o) -> "Int":
+        """Shifted right, zeros in at the top (``>>`` shifts the sign in)."""
+        return self._bin("lshr", o)
 
     def equals(self, o) -> "Mask":
         return self._cmp("==", o)

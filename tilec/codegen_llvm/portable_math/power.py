@@ -15,9 +15,8 @@ from __future__ import annotations
 import math
 
 from tilec.codegen_llvm.portable_math.constants import coeffs, smallest_normal, split
-from tilec.codegen_llvm.portable_math.emitter import Emitter, Mask, Num, defines
+from tilec.codegen_llvm.portable_math.emitter import Emitter, Mask, Num, defines, two_sum
 from tilec.codegen_llvm.portable_math.exp_log import EXP2_RANGE, log_parts
-from tilec.codegen_llvm.portable_math.trig import two_sum
 
 
 def log2_pair(e: Emitter, a: Num) -> tuple[Num, Num]:

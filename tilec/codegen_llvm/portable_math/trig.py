@@ -4,10 +4,10 @@ sin, cos, tan: ``x = q pi/2 + r`` with ``|r| <= pi/4``, pi/2 in three floats
 (Cody and Waite, each step one fma, so the first is exact), the minimax
 polynomials of sin and cos on ``r`` (fitted a little past pi/4: the
 rounded ``2x/pi`` may pick a ``q`` that leaves ``|r|`` up to ``pi/4 + pi/32``)
-and the quadrant ``q mod 4`` choosing between them and their signs.  The reduction is good while ``q`` is small
-beside ``2^P`` (module docstring of the package for the bounds); past the
-rounding trick's range (``|2x/pi| >= 2^(P-2)``) ``r`` is held to
-``[-1, 1]``, so the result stays finite in ``[-1, 1]``.
+and the quadrant ``q mod 4`` choosing between them and their signs.  The
+reduction is good while ``q`` is small beside ``2^P``: from ``TRIG_BOUNDS``
+on, ``q`` and ``r`` are Payne and Hanek's (``reduction.py``), selected
+per element.
 
 atan (fdlibm's): ``|x|`` falls in one of five ranges with a centre ``c``
 (0, 1/2, 1, 3/2, infinity), ``atan x = atan c + atan t`` with
@@ -23,7 +23,14 @@ from __future__ import annotations
 import math
 
 from tilec.codegen_llvm.portable_math.constants import coeffs, split
-from tilec.codegen_llvm.portable_math.emitter import Emitter, Int, Mask, Num, defines
+from tilec.codegen_llvm.portable_math.emitter import Emitter, Int, Mask, Num, defines, two_sum
+from tilec.codegen_llvm.portable_math.reduction import payne_hanek
+
+
+#: Where Cody and Waite's reduction gives way to Payne and Hanek's
+#: (``reduction.py``): a little inside ``2^(P-2) pi/2``, where rounding
+#: ``2x/pi`` to an integer stops working.
+TRIG_BOUNDS = {"f32": 6.5e6, "f64": 1.75e15}
 
 
 class Reduced:
@@ -42,8 +49,11 @@ class Reduced:
         total, error = two_sum(exact, -prod)
         tail = (error - prod_lo) - qf * p3
         r = total + tail
-        self.r = e.clamp(r, -1.0, 1.0)
-        self.r_lo = e.select(e.eq(self.r, r), (total - r) + tail, 0.0)
+        huge = e.abs(x) >= TRIG_BOUNDS[e.fmt.kind]  # Payne and Hanek's way (false for NaN)
+        q_huge, r_huge, r_lo_huge = payne_hanek(e, x)
+        self.q = e.select(huge, q_huge, self.q)
+        self.r = e.select(huge, r_huge, r)
+        self.r_lo = e.select(huge, r_lo_huge, (total - r) + tail)
         self.e = e
 
     def sin(self) -> tuple[Num, Num]:
@@ -62,13 +72,6 @@ class Reduced:
 
     def odd(self) -> Mask:
         return (self.q & 1).equals(1)
-
-
-def two_sum(a: Num, b: Num) -> tuple[Num, Num]:
-    """``a + b`` rounded and its rounding error, exactly (Knuth's, any order of size)."""
-    total = a + b
-    b_part = total - a
-    return total, (a - (total - b_part)) + (b - b_part)
 
 
 def _flip_if(e: Emitter, y: Num, bit: Int) -> Num:
