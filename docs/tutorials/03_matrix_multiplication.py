@@ -106,6 +106,8 @@ def matmul(a, b, activation="", **config):
 # c per program, k 64 at a time, 8 warps, 3 pipeline stages (one of
 # benchmarks/matmul.py's CONFIGS).
 GPU_CONFIG = dict(block_m=256, block_n=128, block_k=64, group_size_m=8, num_warps=8, num_stages=3)
+# fp8 operands take twice the K a step in the same bytes (benchmarks/results/matmul_fp8.json's winner).
+FP8_CONFIG = dict(block_m=256, block_n=128, block_k=128, group_size_m=8, num_warps=8, num_stages=3)
 
 
 def reference(a, b, activation: str) -> np.ndarray:
@@ -140,6 +142,12 @@ def check_on_gpu(checks) -> None:
             want = torch.nn.functional.leaky_relu(want)
         checks.close(f"matmul {M}x{N}x{K} {activation or 'no activation'} against torch",
                      matmul(a, b, activation, **GPU_CONFIG), want, rtol=1e-2, atol=1e-2 * K ** 0.5)
+    # fp8 (e4m3) inputs, b stored along K as Triton's fp8 tutorial has it: the
+    # same kernel, on the fp8 tensor cores where the GPU has them
+    a = torch.randn(2048, 1024, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(512, 1024, device="cuda").to(torch.float8_e4m3fn).T
+    checks.close("matmul 2048x512x1024 of float8_e4m3fn against torch in float32",
+                 matmul(a, b, **FP8_CONFIG), a.float() @ b.float(), rtol=1e-2, atol=1e-2 * 1024 ** 0.5)
 
 
 def what_tilec_does(tut) -> None:
