@@ -215,6 +215,7 @@ func @gpu_ops(%x: ptr<f16>, %slot: i32) {
   async_commit
   async_wait {pending = 1}
   %t = local_load %buf, %slot : tile<16x32xf16, dot_op<0, 2, mma<[1, 1]>>>
+  local_store %buf, %slot, %o
   %acc = constant {value = 0.0, type = tile<16x16xf32, mma<[1, 1]>>} : tile<16x16xf32, mma<[1, 1]>>
   %done = dot_wait %acc {pending = 0} : tile<16x16xf32, mma<[1, 1]>>
 }

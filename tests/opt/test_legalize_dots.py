@@ -45,7 +45,7 @@ WIDENED = """func @k(%a: tile<16x32x{elem}>, %b: tile<32x16x{elem}>, %c: tile<16
 def test_fp8_dots_stay_where_the_target_multiplies_them(target, elem, acc, kept):
     where = host_target() if target == "host" else nvptx_target(target)
     text = DOT.format(elem=elem, acc=acc)
-    got = apply_pass(lambda fn: widen_fp8_dots(fn, where), text)
+    got = apply_pass(lambda fn: widen_fp8_dots(fn, where.every_matrix_instruction), text)
     assert got == (text if kept else WIDENED.format(elem=elem, acc=acc))
 
 
@@ -73,7 +73,7 @@ def test_the_widened_dot_computes_what_the_fp8_one_does(elem, acc, seed):
                          target="host").fn
     assert "dot %" in print_function(fn) and f"tile<16x32x{elem}>" in print_function(fn)
     results = []
-    for version in (fn, widen_fp8_dots(fn, host_target())):
+    for version in (fn, widen_fp8_dots(fn, host_target().every_matrix_instruction)):
         out = c.copy()
         interpret(version, (1,), [a, b, out])
         results.append(out)

@@ -39,8 +39,8 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     ``float16``).  With ``acc`` the result has ``acc``'s type.
     ``input_precision`` for ``float32`` inputs: "tf32" (default, as
     Triton), "tf32x3" or "ieee"; ``allow_tf32=False`` means "ieee".
-    Two fp8 tiles may differ in format; on NVIDIA's fp8 tensor cores (sm_89
-    on) their products accumulate in a 22-bit float unless
+    Two fp8 tiles may differ in format; on GPUs with fp8 matrix
+    instructions their products may accumulate in a 22-bit float unless
     ``max_num_imprecise_acc`` (at least K) asks for the product to be
     added to ``acc`` in full precision.
     """

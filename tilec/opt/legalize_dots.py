@@ -2,43 +2,41 @@
 
 ``tl.dot`` of two fp8 tiles of one type reaches the IR as an fp8 ``dot``
 (``frontend/tl_reduce.py``): a target whose matrix instructions take that
-type with the dot's accumulator (``Target.matrix_instructions`` or
-``group_matrix_instructions``: Ada's and Hopper's ``e4m3``/``e5m2``, CDNA3's
-fnuz formats) runs it there at twice the rate of f16.  On any other target
+type with the dot's accumulator (``Target.every_matrix_instruction``:
+Ada's and Hopper's ``e4m3``/``e5m2``, CDNA3's fnuz formats) runs it there at twice the rate of f16.  On any other target
 ``widen_fp8_dots`` casts both operands to f16 first.  f16 holds every fp8
 value exactly, so the rewritten dot means what the fp8 one does (exact
 products, accumulated in ``acc``'s type): the interpreter runs fp8 dots as
 they are and is the oracle for both.
 
-A backend calls it before it assigns layouts.
+A backend calls it before it assigns layouts, with its target's
+instructions (a pass of ``tilec.opt`` knows no target).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from tilec.ir.core import Function, Op, clone_op
 from tilec.ir.ops import Cast, Dot
 from tilec.ir.types import ScalarType, elem_type, f16
 from tilec.opt.rewrite import rebuild
-from tilec.targets.base import Target
 
 
-def has_matrix_instruction(target: Target, operand: ScalarType, accumulator: ScalarType) -> bool:
-    """Whether one of ``target``'s matrix instructions (warp or group) takes
+def has_matrix_instruction(instructions: Sequence, operand: ScalarType, accumulator: ScalarType) -> bool:
+    """Whether one of ``instructions`` (``MatrixInstruction``s) takes
     ``operand`` tiles into an ``accumulator`` of that type."""
-    return any(i.operand == operand.name and i.accumulator == accumulator.name
-               for i in target.matrix_instructions + target.group_matrix_instructions)
+    return any(i.operand == operand.name and i.accumulator == accumulator.name for i in instructions)
 
 
-def widen_fp8_dots(fn: Function, target: Target) -> Function:
-    """``fn`` with the operands of every fp8 dot ``target`` has no matrix
-    instruction for cast to f16 (module docstring)."""
+def widen_fp8_dots(fn: Function, instructions: Sequence) -> Function:
+    """``fn`` with the operands of every fp8 dot none of ``instructions``
+    (a target's ``every_matrix_instruction``) takes cast to f16 (module docstring)."""
 
     def rewrite(op: Op, vmap: dict) -> Optional[list[Op]]:
         if not isinstance(op, Dot):
             return None
         elem = elem_type(op.a.type)
-        if not elem.is_fp8 or has_matrix_instruction(target, elem, elem_type(op.acc.type)):
+        if not elem.is_fp8 or has_matrix_instruction(instructions, elem, elem_type(op.acc.type)):
             return None
         casts = [Cast(loc=op.loc, src=vmap.get(v, v), to=f16).make_results() for v in (op.a, op.b)]
         return casts + [clone_op(op, vmap, a=casts[0].result, b=casts[1].result)]

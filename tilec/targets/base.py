@@ -51,6 +51,11 @@ class Target:
     # for them later (``ir.gpu_ops``): software pipelining needs them
     async_copies: bool = False
 
+    @property
+    def every_matrix_instruction(self) -> tuple[MatrixInstruction, ...]:
+        """The warp-wide and the group matrix instructions together."""
+        return self.matrix_instructions + self.group_matrix_instructions
+
     def emit_assembly(self, llvm_ir: str) -> str:
         """Assembly text (a GPU's virtual ISA, a CPU's assembly) for the module in `llvm_ir`.
 

@@ -98,7 +98,7 @@ def _lay_out(fn: Function, build: Build) -> Function:
     # RDNA's 256 VGPRs a lane cannot also hold the next iteration's tiles:
     # pipelined, five more benchmark configurations spilled on gfx1100
     stages = options.num_stages if arch_facts(build.arch).family == "cdna" else 1
-    passes = [partial(widen_fp8_dots, target=build.target),
+    passes = [partial(widen_fp8_dots, instructions=build.target.every_matrix_instruction),
               partial(assign_layouts, num_warps=options.num_warps, target=build.target, unit=unit),
               hoist_loop_invariants, eliminate_common_subexpressions,
               partial(stream_pipeline, num_stages=stages, target=build.target, num_warps=options.num_warps)]

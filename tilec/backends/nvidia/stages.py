@@ -63,7 +63,7 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
 
     options = build.options
     passes = [
-        partial(widen_fp8_dots, target=build.target),
+        partial(widen_fp8_dots, instructions=build.target.every_matrix_instruction),
         partial(assign_layouts, num_warps=options.num_warps, target=build.target),
         # conversions of loop-invariant values (a dot operand loaded before the loop)
         # leave it, and one value converted the same way twice (q for each of two
