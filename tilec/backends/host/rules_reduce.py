@@ -5,7 +5,9 @@ one large term and many small ones, added one after the other, lost up to
 ten ulps that the tree keeps): each step combines the first half of what
 is left along the axis with the second half, up to ``FUSED_LEVELS`` steps
 in one loop over the other dims (vectorized) where the length halves
-evenly, into a buffer.  A
+evenly and the operands are buffers, into a buffer.  A first step that
+reads a lazy tile (a load: memory) is a step alone: 2^k streams from
+memory at once read slower than two.  A
 reduction over every dim reduces the tile read as one row.  A scan along
 the last dim keeps its running value in a scalar (an LLVM register once
 ``mem2reg`` has run); along any other dim the running row lives in the
@@ -72,7 +74,7 @@ def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) ->
     none remains."""
     layer, n = srcs, shape[axis]
     while n > 1:
-        levels = fused_levels(n)
+        levels = fused_levels(n) if all(isinstance(t, Buffer) for t in layer) else 1
         layer = _tree_step(ctx, op, layer, shape[:axis] + (n,) + shape[axis + 1:], axis, levels)
         n = n >> levels if levels > 1 else n - n // 2
     out_shape = shape[:axis] + shape[axis + 1:]
