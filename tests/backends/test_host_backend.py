@@ -204,6 +204,41 @@ def test_sin_cos_tan_of_any_argument_are_within_two_ulps_and_call_no_library(dty
     assert "two_over_pi" in k.asm["llir"]
 
 
+@tilec.jit
+def exps(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.exp(x), mask=mask)
+    tl.store(out_ptr + n + offs, tl.exp2(x), mask=mask)
+    tl.store(out_ptr + 2 * n + offs, tl.extra.libdevice.sinh(x), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scaling_by_the_cpus_instruction_gives_the_portable_bits(dtype, monkeypatch, tmp_path):
+    """At x86-64-v4 the portable library scales by ``vscalefps`` (``llvm.ldexp``):
+    the bits of the two exact halves it uses elsewhere, subnormal results,
+    overflow, infinities and NaN included."""
+    from tilec.backends.host import lowering
+    from tilec.backends.host.target import NATIVE_SCALE_LEVELS, host_target
+
+    if host_target().cpu not in NATIVE_SCALE_LEVELS:
+        pytest.skip(f"{host_target().cpu} has no scaling instruction")
+    rng = np.random.default_rng(5)
+    top = 1100.0 if dtype is np.float64 else 160.0
+    x = np.concatenate([rng.uniform(-top, top, 3000), [np.inf, -np.inf, np.nan, 0.0, -0.0]]).astype(dtype)
+    results = []
+    for levels in (NATIVE_SCALE_LEVELS, frozenset()):
+        monkeypatch.setattr(lowering, "NATIVE_SCALE_LEVELS", levels)
+        monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / str(len(levels))))  # a compile of its own
+        out = np.empty(3 * x.size, dtype)
+        k = run_on_cpu(fresh(exps), (tilec.cdiv(x.size, 256), 1, 1), x, out, x.size, BLOCK=256)
+        results.append((out, k.asm["asm"]))
+    (native, native_asm), (halves, halves_asm) = results
+    assert "vscalef" in native_asm and "vscalef" not in halves_asm
+    assert_same_bits(native, halves)
+
+
 @pytest.mark.parametrize("features, level", [
     ({}, "x86-64"),
     (dict.fromkeys(["avx2", "fma", "bmi", "bmi2", "f16c", "lzcnt", "movbe"], True), "x86-64-v3"),

@@ -24,6 +24,7 @@ from codegen.host_jit import native_function
 from codegen.scalar_cases import build_host_loop
 
 from tilec.codegen_llvm.portable_math import PORTABLE_MATH
+from tilec.codegen_llvm.scalar_base import MathLibrary
 from tilec.ir import ops as ir
 from tilec.ir.core import Value
 from tilec.ir.types import f32, f64
@@ -91,13 +92,13 @@ CASES = {c.name: c for c in [
 
 
 @functools.cache
-def compiled(name: str, kind: str) -> Callable:
-    """``CASES[name]`` on ``kind`` through ``scalar_math`` with ``PORTABLE_MATH``,
-    JIT-compiled on this host: numpy arrays in, an array out."""
+def compiled(name: str, kind: str, math: MathLibrary = PORTABLE_MATH) -> Callable:
+    """``CASES[name]`` on ``kind`` through ``scalar_math`` with ``math``
+    (``PORTABLE_MATH``), JIT-compiled on this host: numpy arrays in, an array out."""
     case, dtype = CASES[name], DTYPES[kind]
     module = llir.Module()
     symbol = f"portable_{name}_{kind}"
-    build_host_loop(module, symbol, case.make(TYPES[kind]), PORTABLE_MATH)
+    build_host_loop(module, symbol, case.make(TYPES[kind]), math)
     fnty = ctypes.CFUNCTYPE(None, ctypes.c_int64, *[ctypes.c_void_p] * (case.arity + 1))
     fn = native_function(module, symbol, fnty)
 

@@ -138,6 +138,19 @@ def test_the_bits_of_2_over_pi_are_right():
     assert two_over_pi_words(3) == words[:3]
 
 
+@pytest.mark.parametrize("name,kind", PAIRS)
+def test_scaling_by_ldexp_gives_the_same_bits(name, kind):
+    """``native_scale`` (``llvm.ldexp``, here the C library's on the JIT's
+    baseline CPU) and the two exact halves round alike, subnormal results
+    and overflow included."""
+    rng = np.random.default_rng(sum(map(ord, name + kind)) + 1)
+    xs = sample(name, kind, 4000, rng)
+    with np.errstate(all="ignore"):
+        native, halves = compiled(name, kind, PortableMath(native_scale=True))(*xs), compiled(name, kind)(*xs)
+    same = (native.view(f"u{native.itemsize}") == halves.view(f"u{halves.itemsize}")) | (np.isnan(native) & np.isnan(halves))
+    assert same.all(), [(tuple(x[i] for x in xs), native[i], halves[i]) for i in np.flatnonzero(~same)[:3]]
+
+
 TRIG = [(name, kind) for name in ("sin", "cos", "tan") for kind in KINDS]
 
 

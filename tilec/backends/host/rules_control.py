@@ -6,7 +6,10 @@ two buffers used in turn: an iteration reads the one the last iteration
 wrote and writes the other (``_Carried``), so a yield that swaps two
 carried tiles, or computes one from another, reads nothing it has already
 overwritten; the phi of the pointer says which buffer holds the current
-value.  An ``if`` writes each tile it yields into one buffer, from
+value.  A ``for``'s tile that only its own next value reads, element by
+element (``acc += x``: ``updated_in_place``), lives in one buffer that the
+iteration overwrites as it reads it: half the stack, and no pointer phi
+that makes LLVM check the two buffers for overlap before every loop.  An ``if`` writes each tile it yields into one buffer, from
 whichever branch runs; a ``while``'s ``condition`` writes the values it
 forwards into one buffer each, read by the body and after the loop.
 """
@@ -28,12 +31,13 @@ class _Carried:
     tile's first value is written into the first buffer there); ``enter``
     makes the phi in the header."""
 
-    def __init__(self, ctx: HostCtx, v: ir.Value, init):
+    def __init__(self, ctx: HostCtx, v: ir.Value, init, in_place: bool = False):
         self.ctx, self.pair = ctx, None
         if isinstance(v.type, TileType):
-            self.pair = [ctx.buffer(v.type.shape, elem_type(v.type)) for _ in range(2)]
-            write(ctx, init, self.pair[0])
-            init = self.pair[0].ptr
+            first = ctx.buffer(v.type.shape, elem_type(v.type))
+            self.pair = [first, first if in_place else ctx.buffer(v.type.shape, elem_type(v.type))]
+            write(ctx, init, first)
+            init = first.ptr
         self.init = init
 
     def enter(self, entry: llir.Block) -> None:
@@ -54,16 +58,38 @@ class _Carried:
             return value
         b = self.ctx.b
         first, second = self.pair[0].ptr, self.pair[1].ptr
-        other = b.select(b.icmp_unsigned("==", self.phi, first), second, first)
+        other = first if first is second else b.select(b.icmp_unsigned("==", self.phi, first), second, first)
         write(self.ctx, value, self._at(other))
         return other
+
+
+#: Ops whose result's element reads only the same element of each operand.
+ELEMENTWISE = (ir.UnaryOp, ir.BinaryOp, ir.Select, ir.Fma, ir.Cast, ir.Bitcast)
+
+
+def updated_in_place(body: ir.Block, k: int) -> bool:
+    """Whether carried value ``k`` of a loop whose ``body`` takes ``(iv,
+    *carried)`` may be overwritten by its next value as that is computed:
+    only elementwise ops of the body's own block read it (or read what they
+    made of it), and only the yield's ``k``-th value takes any of that."""
+    reached = {body.args[k + 1]}
+    for op in body.ops:
+        reads = [v for v in op.operands if v in reached]
+        if not reads:
+            continue
+        if op is body.terminator:
+            return all(v is op.values[k] for v in reads) and op.values.count(op.values[k]) == 1
+        if not isinstance(op, ELEMENTWISE) or op.regions:
+            return False
+        reached.update(op.results)
+    return True
 
 
 @host_rule(ir.For)
 def _for(ctx: HostCtx, op: ir.For) -> None:
     b = ctx.b
     lower, upper, step = ctx[op.lower], ctx[op.upper], ctx[op.step]
-    carried = [_Carried(ctx, v, ctx[v]) for v in op.inits]
+    carried = [_Carried(ctx, v, ctx[v], updated_in_place(op.body, k)) for k, v in enumerate(op.inits)]
     entry, header, body, done = _enter_loop(ctx, "for", "body")
     iv = b.phi(lower.type)
     iv.add_incoming(lower, entry)

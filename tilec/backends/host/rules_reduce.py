@@ -2,9 +2,12 @@
 
 A reduction is a tree, as on a GPU (and as accurate: a float32 sum of
 one large term and many small ones, added one after the other, lost up to
-ten ulps that the tree keeps): the operands are copied into buffers, and
-each step combines the first half of what is left along the axis with the
-second half, one loop over the other dims (vectorized) per step.  A
+ten ulps that the tree keeps): each step combines the first half of what
+is left along the axis with the second half, up to ``FUSED_LEVELS`` steps
+in one loop over the other dims (vectorized) where the length halves
+evenly and the operands are buffers, into a buffer.  A first step that
+reads a lazy tile (a load: memory) is a step alone: 2^k streams from
+memory at once read slower than two.  A
 reduction over every dim reduces the tile read as one row.  A scan along
 the last dim keeps its running value in a scalar (an LLVM register once
 ``mem2reg`` has run); along any other dim the running row lives in the
@@ -21,6 +24,11 @@ from tilec.codegen_llvm.scalar_base import counted_loop, memory_type
 from tilec.codegen_llvm.control import run_region
 from tilec.backends.host.codegen import HostCtx, host_rule
 from tilec.backends.host.tiles import I64, Buffer, coords_of, element_pointer, for_each, lazy, numel
+
+
+#: The most levels of a reduction's tree one loop computes (``fused_levels``):
+#: the buffers between levels were most of a softmax row's stack memory.
+FUSED_LEVELS = 3
 
 
 def _combine(ctx: HostCtx, op: ir.Op, accs: list, xs: list) -> list:
@@ -66,8 +74,9 @@ def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) ->
     none remains."""
     layer, n = srcs, shape[axis]
     while n > 1:
-        layer = _tree_step(ctx, op, layer, shape[:axis] + (n,) + shape[axis + 1:], axis)
-        n = n - n // 2
+        levels = fused_levels(n) if all(isinstance(t, Buffer) for t in layer) else 1
+        layer = _tree_step(ctx, op, layer, shape[:axis] + (n,) + shape[axis + 1:], axis, levels)
+        n = n >> levels if levels > 1 else n - n // 2
     out_shape = shape[:axis] + shape[axis + 1:]
     firsts = lambda coords: _with(coords, axis, I64(0))  # noqa: E731
     if not out_shape:
@@ -75,19 +84,36 @@ def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) ->
     return [lazy(out_shape, t.elem, lambda c, coords, t=t: t.at(c, firsts(coords)), [t]) for t in layer]
 
 
-def _tree_step(ctx: HostCtx, op: ir.Op, tiles: list, shape: tuple, axis: int) -> list[Buffer]:
-    """One step of ``reduce_axis``'s tree on ``tiles`` of ``shape``: buffers of
-    the first ``n - n // 2`` along ``axis``, element ``i`` combining ``i`` and
-    ``i + n - n // 2`` (the middle element, for an odd ``n``, copied)."""
+def fused_levels(n: int) -> int:
+    """How many levels of the tree one pass over a length ``n`` computes: up to
+    ``FUSED_LEVELS`` while the length halves evenly, else one."""
+    levels = 1
+    while levels < FUSED_LEVELS and n % (2 << levels) == 0:
+        levels += 1
+    return levels
+
+
+def _tree_step(ctx: HostCtx, op: ir.Op, tiles: list, shape: tuple, axis: int, levels: int = 1) -> list[Buffer]:
+    """``levels`` steps of ``reduce_axis``'s tree on ``tiles`` of ``shape`` in
+    one loop (``n`` divisible by ``2^levels`` when more than one): buffers of
+    the first ``m = n / 2^levels`` along ``axis``, element ``i`` the tree over
+    ``i + k m`` (``k < 2^levels``) that the steps one by one would make: each
+    combines ``k`` with ``k + 2^(levels-1)``, then the halves again.  One
+    step of an odd ``n`` copies the middle element."""
     b, n = ctx.b, shape[axis]
     half, step = n // 2, n - n // 2
-    outs = [ctx.buffer(_with(shape[:axis] + shape[axis + 1:], axis, step), t.elem) for t in tiles]
+    m = n >> levels if levels > 1 else step
+    outs = [ctx.buffer(_with(shape[:axis] + shape[axis + 1:], axis, m), t.elem) for t in tiles]
 
-    def pair(coords) -> None:
-        later = _with(coords[:axis] + coords[axis + 1:], axis, b.add(coords[axis], I64(step)))
-        combined = _combine(ctx, op, [t.at(ctx, coords) for t in tiles], [t.at(ctx, later) for t in tiles])
-        _store_all(ctx, outs, coords, combined)
-    for_each(ctx, _with(shape[:axis] + shape[axis + 1:], axis, half), pair)
+    def tree(coords) -> None:
+        others = coords[:axis] + coords[axis + 1:]
+        leaves = [[t.at(ctx, _with(others, axis, b.add(coords[axis], I64(k * m))) if k else coords) for t in tiles]
+                  for k in range(1 << levels)]
+        while len(leaves) > 1:
+            h = len(leaves) // 2
+            leaves = [_combine(ctx, op, leaves[k], leaves[k + h]) for k in range(h)]
+        _store_all(ctx, outs, coords, leaves[0])
+    for_each(ctx, _with(shape[:axis] + shape[axis + 1:], axis, half if levels == 1 else m), tree)
     if step > half:
         def middle(coords) -> None:
             at = _with(coords, axis, I64(half))

@@ -63,7 +63,7 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     target = build.target
     debug = build.options.debug
     legal = widen_fp8_dots(fn, target.every_matrix_instruction)
-    kernel = lower(legal, target, HostLowering(), build.options.enable_fp_fusion, debug)
+    kernel = lower(legal, target, HostLowering(target), build.options.enable_fp_fusion, debug)
     check_stack(fn.name, kernel.stack_bytes, target)
     build.metadata.shared_bytes = kernel.stack_bytes
     module = target.parse(kernel.llir)

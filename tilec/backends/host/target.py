@@ -42,6 +42,11 @@ X86_LEVELS = (
 #: element (the portable exp) runs one 512-bit op where it ran two 256-bit
 #: ones, and Zen 4, which splits the 512-bit op, issues half the ops.
 LEVEL_FEATURES = {"x86-64-v4": "-prefer-256-bit"}
+#: The levels with an instruction that scales by a power of two, which LLVM
+#: makes of ``llvm.ldexp`` (AVX-512F's ``vscalefps``): the portable math
+#: library uses it there (``lowering.HostLowering``).  Elsewhere ``llvm.ldexp``
+#: may be a C library call (baseline x86-64), so the library builds the power.
+NATIVE_SCALE_LEVELS = frozenset({"x86-64-v4"})
 #: Every level's fallback, by architecture (the triple's first part).
 BASELINE_CPUS = {"x86_64": "x86-64"}
 #: The targets besides ``"cpu"`` that the backend compiles for, whatever this

@@ -86,7 +86,13 @@ def function_name(name: str, fmt: Format) -> str:
 class PortableMath(MathLibrary):
     """The C math functions of ``BODIES`` defined in the module (module
     docstring); the rest the C library's.  ``exp`` and ``exp2`` are its own
-    too, not ``llvm.exp2`` (which x86-64 lowers to a C library call)."""
+    too, not ``llvm.exp2`` (which x86-64 lowers to a C library call).
+    ``native_scale``: the target scales by a power of two in one instruction
+    (``llvm.ldexp``: AVX-512's ``vscalef``, AMD GPUs' ``v_ldexp``), which the
+    bodies then use (``Emitter.scale``; the same bits either way)."""
+
+    def __init__(self, native_scale: bool = False):
+        self.native_scale = native_scale
 
     recipes = {ir.Exp: MathFn(library("exp"), library("exp")),
                ir.Exp2: MathFn(library("exp2"), library("exp2"))}
@@ -109,7 +115,7 @@ class PortableMath(MathLibrary):
         for attribute in ("alwaysinline", "nounwind", "readnone"):
             fn.attributes.add(attribute)
         builder = llir.IRBuilder(fn.append_basic_block("entry"))
-        e = Emitter(builder, fmt, lambda callee, *args: self._call(e, callee, *args))
+        e = Emitter(builder, fmt, lambda callee, *args: self._call(e, callee, *args), self.native_scale)
         builder.ret(body(e, *(Num(e, a) for a in fn.args)).v)
         return fn
 

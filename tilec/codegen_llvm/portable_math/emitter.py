@@ -12,7 +12,9 @@ loop is vectorized).  Rounding to an integer
 is the add-and-subtract of ``1.5 * 2^(P-1)`` (``round_small``), not
 ``llvm.rint``, and scaling by a power of two builds the power from its bits
 (``pow2``), not ``llvm.ldexp``: x86-64 without SSE4.1 calls the C library
-for those two (which would stop LLVM vectorizing the caller's loop).
+for those two (which would stop LLVM vectorizing the caller's loop); a
+backend whose target has the instruction asks for ``llvm.ldexp``
+(``native_scale``), which gives the same bits.
 """
 from __future__ import annotations
 
@@ -56,10 +58,13 @@ Operand = Union["Num", float, int]
 
 class Emitter:
     """Builds one function's body: ``b`` the builder, ``fmt`` the format of its
-    float type, ``call(name, *args)`` a sibling function of the library."""
+    float type, ``call(name, *args)`` a sibling function of the library;
+    ``native_scale``: the target scales by a power of two in one instruction
+    (``scale``)."""
 
-    def __init__(self, builder: llir.IRBuilder, fmt: Format, call: Callable[..., "Num"]):
-        self.b, self.fmt, self.call = builder, fmt, call
+    def __init__(self, builder: llir.IRBuilder, fmt: Format, call: Callable[..., "Num"],
+                 native_scale: bool = False):
+        self.b, self.fmt, self.call, self.native_scale = builder, fmt, call, native_scale
 
     # Constants and conversions -------------------------------------------
     def num(self, value: Operand) -> "Num":
@@ -161,7 +166,14 @@ class Emitter:
 
     def scale(self, p: "Num", k: "Int") -> "Num":
         """``p * 2^k`` rounded once, for ``|k| <= 2 bias - 2``: two exact halves
-        of the scaling, so that a subnormal result is rounded only by the last."""
+        of the scaling, so that a subnormal result is rounded only by the last;
+        under ``native_scale``, ``llvm.ldexp``, which rounds once as well
+        (AVX-512's ``vscalefps``: one instruction for eight)."""
+        if self.native_scale:
+            t, i = self.fmt.float_type, self.fmt.int_type
+            name = f"llvm.ldexp.{self.fmt.kind}.i{i.width}"
+            fn = self.b.module.globals.get(name) or llir.Function(self.b.module, llir.FunctionType(t, [t, i]), name)
+            return Num(self, self.b.call(fn, [p.v, k.v]))
         half = k >> 1
         return p * self.pow2(half) * self.pow2(k - half)
 

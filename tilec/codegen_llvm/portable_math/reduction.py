@@ -56,7 +56,7 @@ def payne_hanek(e: Emitter, x: Num) -> tuple[Int, Num, Num]:
     """``q`` (an integer of ``e``'s width, right mod 4) and ``r + r_lo`` with
     ``x = q pi/2 + r + r_lo`` (module docstring), for finite ``|x| >= 2^(P - 1 +
     SMALLEST_EXPONENT)``; finite garbage for anything else."""
-    fmt, d = e.fmt, Emitter(e.b, F64, e.call)
+    fmt, d = e.fmt, Emitter(e.b, F64, e.call, e.native_scale)
     bits = d.in_format(e.bits(x))
     biased = bits.lshr(fmt.mantissa_bits) & (2 * fmt.bias + 1)
     m = (bits & ((1 << fmt.mantissa_bits) - 1)) | (1 << fmt.mantissa_bits)

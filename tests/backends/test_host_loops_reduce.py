@@ -1,0 +1,133 @@
+"""The cpu target's loops and reductions against the interpreter, bit for bit:
+a ``for``'s carried tile updated in place where only its own next value
+reads it element by element (``rules_control.updated_in_place``), in two
+buffers wherever anything else reads it (a swap, another carried value, a
+reduction, a shifted read); reductions of every length, and the tree's
+order kept where several levels run in one pass (``rules_reduce.fused_levels``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tilec
+import tilec.language as tl
+from helpers import PROPERTY
+from tilec.backends.host.rules_control import updated_in_place
+from tilec.backends.host.rules_reduce import FUSED_LEVELS, fused_levels
+from tilec.ir.core import walk
+from tilec.ir.ops import For
+
+
+@tilec.jit
+def carried(x_ptr, out_ptr, n, trips, BLOCK: tl.constexpr):
+    """Seven carried tiles, each read its own way; every one stored at the end."""
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)  # in place: acc + x
+    a = tl.zeros((BLOCK,), tl.float32) + 1.0  # a and b swap: two buffers
+    b = tl.zeros((BLOCK,), tl.float32) - 1.0
+    c = tl.zeros((BLOCK,), tl.float32)  # read by d's update: two buffers
+    d = tl.zeros((BLOCK,), tl.float32)  # in place: only its own update reads it
+    e = tl.zeros((BLOCK,), tl.float32)  # reduced inside the loop: two buffers
+    f = tl.zeros((BLOCK,), tl.float32)  # read shifted (a permutation): two buffers
+    for t in range(0, trips):
+        x = tl.load(x_ptr + t * n + cols, mask=cols < n, other=0.0)
+        acc = acc + x
+        a, b = b, a + x
+        c, d = c + x, d + c
+        e = e * 0.5 + tl.max(e, axis=0) + x  # (exact scalings and an order-free reduction: the same bits)
+        f = tl.flip(f, 0) + x
+    out = out_ptr + tl.arange(0, BLOCK)
+    tl.store(out, acc)
+    tl.store(out + BLOCK, a)
+    tl.store(out + 2 * BLOCK, b)
+    tl.store(out + 3 * BLOCK, c)
+    tl.store(out + 4 * BLOCK, d)
+    tl.store(out + 5 * BLOCK, e)
+    tl.store(out + 6 * BLOCK, f)
+
+
+def compiled(kernel):
+    """``kernel`` launched compiled for the cpu target (the suite sends host launches to the interpreter)."""
+    return tilec.jit(kernel.fn, interpret=False)
+
+
+def _loop(kernel, *args, **constexprs) -> For:
+    fn = kernel.compile(*args, target="cpu", **constexprs).fn
+    return next(op for op in walk(fn.body) if isinstance(op, For))
+
+
+def test_only_a_tile_its_own_update_reads_is_updated_in_place():
+    x, out = np.zeros(64, np.float32), np.zeros(7 * 16, np.float32)
+    loop = _loop(carried, x, out, 10, 3, BLOCK=16)
+    assert [updated_in_place(loop.body, k) for k in range(len(loop.inits))] == [True, False, False, False, True,
+                                                                                 False, False]
+
+
+@settings(PROPERTY, max_examples=15)
+@given(n=st.integers(1, 40), trips=st.integers(0, 4), data=st.data())
+def test_carried_tiles_give_the_interpreters_bits(n, trips, data):
+    x = data.draw(st.lists(st.floats(-4, 4, width=32), min_size=n * max(trips, 1), max_size=n * max(trips, 1)))
+    x = np.array(x, np.float32)
+    got, want = (np.full(7 * 32, np.nan, np.float32) for _ in range(2))
+    compiled(carried)[(1,)](x, got, n, trips, BLOCK=32)
+    carried[(1,)](x, want, n, trips, BLOCK=32)  # the suite's host launches: the interpreter
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@tilec.jit
+def reductions(x_ptr, i_ptr, out_ptr, iout_ptr, n, ROWS: tl.constexpr, COLS: tl.constexpr):
+    rows, cols = tl.arange(0, ROWS), tl.arange(0, COLS)
+    at = rows[:, None] * COLS + cols[None, :]
+    x = tl.load(x_ptr + at, mask=cols[None, :] < n, other=0.0)
+    tl.store(out_ptr + rows, tl.sum(x, axis=1))
+    tl.store(out_ptr + ROWS + cols, tl.sum(x, axis=0))
+    tl.store(out_ptr + ROWS + COLS + rows, tl.max(x, axis=1))
+    tl.store(out_ptr + 2 * ROWS + COLS + cols, tl.min(x, axis=0))
+    tl.store(out_ptr + 2 * ROWS + 2 * COLS, tl.sum(x))
+    k = tl.load(i_ptr + at, mask=cols[None, :] < n, other=0)
+    tl.store(iout_ptr + rows, tl.sum(k, axis=1))
+    tl.store(iout_ptr + ROWS + cols, tl.max(k, axis=0))
+
+
+SHAPES = [(1, 1), (2, 8), (1, 16), (4, 32), (2, 128), (1, 1024), (8, 256)]
+
+
+def _run_reductions(kernel, rows: int, cols: int, n: int):
+    rng = np.random.default_rng(rows * 1000 + cols)
+    x = (rng.standard_normal((rows, cols)) * 10.0 ** rng.integers(-6, 7, (rows, cols))).astype(np.float32)
+    i = rng.integers(-2**31, 2**31, (rows, cols), dtype=np.int32)
+    out, iout = np.zeros(2 * rows + 2 * cols + 1, np.float32), np.zeros(rows + cols, np.int32)
+    kernel[(1,)](x, i, out, iout, n, ROWS=rows, COLS=cols)
+    return out, iout
+
+
+@pytest.mark.parametrize("rows, cols", SHAPES)
+def test_reductions_of_every_length_give_the_interpreters_answer(rows, cols):
+    """max, min and integer sums bit for bit; float sums, whose bits depend
+    on the tree's order (the interpreter's is numpy's), within rounding."""
+    for n in {cols, max(1, cols - 3)}:
+        (got, igot), (want, iwant) = (_run_reductions(k, rows, cols, n) for k in (compiled(reductions), reductions))
+        np.testing.assert_array_equal(igot, iwant)
+        extrema = slice(rows + cols, 2 * rows + 2 * cols)
+        np.testing.assert_array_equal(got[extrema].view(np.uint32), want[extrema].view(np.uint32))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-30 + 1e-6 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("rows, cols", SHAPES)
+def test_fused_levels_keep_the_trees_order(rows, cols, monkeypatch, tmp_path):
+    """Several levels a pass add in the order of one level a pass: the same bits."""
+    from tilec.backends.host import rules_reduce
+
+    results = []
+    for levels in (FUSED_LEVELS, 1):
+        monkeypatch.setattr(rules_reduce, "FUSED_LEVELS", levels)
+        monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / str(levels)))  # a compile of its own
+        results.append(_run_reductions(compiled(reductions), rows, cols, max(1, cols - 3)))
+    (fused, ifused), (single, isingle) = results
+    np.testing.assert_array_equal(fused.view(np.uint32), single.view(np.uint32))
+    np.testing.assert_array_equal(ifused, isingle)
+def test_fused_levels_halve_evenly():
+    levels = [1, 1, 2, 1, 3, 2, 4, 10]  # how often 2, 3, 4, 6, 8, 12, 16, 1024 halve evenly
+    assert [fused_levels(n) for n in (2, 3, 4, 6, 8, 12, 16, 1024)] == [min(k, FUSED_LEVELS) for k in levels]
