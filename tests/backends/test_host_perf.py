@@ -5,6 +5,7 @@ load in a short row loop stays a loop LLVM vectorizes (``tiles.vector_loop``);
 a reduction's tree gives the same bits whether its tile is loaded or a buffer."""
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -30,8 +31,12 @@ def ran_programs(total: int, first_seconds: float) -> tuple[list[int], set[str]]
     return sorted(seen), names
 
 
-def test_quick_programs_all_run_in_the_calling_thread():
-    seen, names = ran_programs(10, 0)  # a Python call each: microseconds, far below INLINE_SECONDS
+def test_quick_programs_all_run_in_the_calling_thread(monkeypatch):
+    # a clock on which the first program takes one microsecond, far below
+    # INLINE_SECONDS, however busy the machine (a real one flaked under load)
+    clock = itertools.count(0.0, 1e-6)
+    monkeypatch.setattr(threads.time, "perf_counter", lambda: next(clock))
+    seen, names = ran_programs(10, 0)
     assert seen == list(range(10))
     assert names == {threading.current_thread().name}
 
