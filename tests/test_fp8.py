@@ -389,10 +389,15 @@ def test_max_num_imprecise_acc_adds_each_product_to_acc_in_full_precision(imprec
     assert (c.ravel()[1:] == 2.0 ** 20).all()
 
 
-def test_max_num_imprecise_acc_below_k_is_an_error():
-    a, c = np.zeros((32, 32), np.uint8), np.zeros((32, 32), np.float32)
-    with pytest.raises(tilec.CompilationError, match="max_num_imprecise_acc = 16 is below this dot's K = 32"):
-        promoted_dot_kernel[(1,)](a, a, c, N=32, IMPRECISE=16)
+@pytest.mark.parametrize("imprecise, message", [
+    (16, "max_num_imprecise_acc = 16 is below this dot's K = 32"),
+    (32.0, "max_num_imprecise_acc must be a constexpr int, got"),
+])
+def test_a_bad_max_num_imprecise_acc_is_an_error_that_writes_nothing(imprecise, message):
+    a, c = np.zeros((32, 32), np.uint8), np.full((32, 32), 7.0, np.float32)
+    with pytest.raises(tilec.CompilationError, match=message):
+        promoted_dot_kernel[(1,)](a, a, c, N=32, IMPRECISE=imprecise)
+    assert (c == 7.0).all()
 
 
 # --------------------------------------------------------------------------- #

@@ -4,8 +4,9 @@ backend with matrix units (its own ``dot`` rule) for what they do not take.
 Both operands go to shared memory row-major; then a loop over ``k`` loads,
 for each accumulator register at ``(batch, m, n)``, ``a[batch, m, k]`` and
 ``b[batch, k, n]`` and accumulates their product in the accumulator's type
-(inputs are widened first, fp8 decoded exactly; ``tf32`` rounds f32 inputs to 10 mantissa bits,
-nearest even, as the interpreter does; ``tf32x3`` and ``ieee`` multiply
+(inputs are widened first, fp8 decoded exactly; ``tf32`` rounds f32
+inputs to 10 mantissa bits, nearest even, as the interpreter does;
+``tf32x3`` and ``ieee`` multiply
 them as they are, as it does too -- at least as accurate as Triton's three
 tf32 passes).  An f16/bf16 accumulator is carried
 in f32 and rounded once at the end, as the interpreter (and the tensor

@@ -127,7 +127,7 @@ def emit(ctx, cls: type, **fields) -> Tensor:
     broadcast, dot...), so this is where the size limit is kept: past it
     the back end's straight-line code grows without bound (a 2**24 tile ran
     for minutes and gigabytes), and Triton refuses such tiles too."""
-    if issubclass(cls, _ELEMENTWISE_MATH) and any(_is_fp8_value(v) for v in fields.values()):
+    if issubclass(cls, _ELEMENTWISE_MATH) and any(is_fp8_value(v) for v in fields.values()):
         return _fp8_math(ctx, cls, fields)
     result = Tensor(ctx.builder.value(cls, **fields))
     if result.numel > MAX_TILE_NUMEL:
@@ -140,7 +140,8 @@ def emit(ctx, cls: type, **fields) -> Tensor:
 _ELEMENTWISE_MATH = (ir.UnaryOp, ir.BinaryOp, ir.Fma)
 
 
-def _is_fp8_value(v) -> bool:
+def is_fp8_value(v) -> bool:
+    """Whether ``v`` is an IR value of an fp8 element type."""
     return isinstance(v, ir.Value) and isinstance(ir.elem_type(v.type), ir.ScalarType) and ir.elem_type(v.type).is_fp8
 
 
@@ -149,10 +150,10 @@ def _fp8_math(ctx, cls: type, fields: dict) -> Tensor:
     wider floats: ``abs`` clears the sign bit (``_fp8_abs``); every other op
     computes in float32 and a float result is rounded back once (to nearest
     even) to the operands' fp8 type, which Triton's typing gives it."""
-    fp8 = next(ir.elem_type(v.type) for v in fields.values() if _is_fp8_value(v))
+    fp8 = next(ir.elem_type(v.type) for v in fields.values() if is_fp8_value(v))
     if cls is ir.Abs:
         return _fp8_abs(ctx, Tensor(fields["src"]))
-    wide = {name: cast_to(ctx, Tensor(v), ir.f32).handle if _is_fp8_value(v) else v for name, v in fields.items()}
+    wide = {name: cast_to(ctx, Tensor(v), ir.f32).handle if is_fp8_value(v) else v for name, v in fields.items()}
     result = emit(ctx, cls, **wide)
     return cast_to(ctx, result, fp8) if result.elem == ir.f32 else result
 

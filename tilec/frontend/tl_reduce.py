@@ -317,8 +317,7 @@ def _fp8_as_f16(ctx, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     as Triton's fp8 dot does.  Two of one type stay fp8 in the IR: each
     backend runs them on its fp8 matrix instructions or widens them itself
     (``opt/legalize_dots.py``)."""
-    fp8s = [x.elem for x in (a, b) if isinstance(x.elem, ir.ScalarType) and x.elem.is_fp8]
-    if len(fp8s) == 2 and fp8s[0] != fp8s[1]:
+    if semantic.is_fp8_value(a.handle) and semantic.is_fp8_value(b.handle) and a.elem != b.elem:
         return cast_to(ctx, a, ir.f16), cast_to(ctx, b, ir.f16)
     return a, b
 
@@ -330,7 +329,7 @@ def _dot(ctx, input, other, acc, input_precision, allow_tf32, max_num_imprecise_
     if a.elem != b.elem:
         raise TypingError(f"`tl.dot` operands must share a dtype, got {describe(a)} and {describe(b)}; "
                           "cast one with .to()")
-    if a.elem not in _DOT_INPUTS and not (isinstance(a.elem, ir.ScalarType) and a.elem.is_fp8):
+    if a.elem not in _DOT_INPUTS and not semantic.is_fp8_value(a.handle):
         raise TypingError(f"`tl.dot` takes int8, fp8, float16, bfloat16, float32 or float64 tiles, got "
                           f"{describe(a)}")
     precision = _dot_precision(a.elem, input_precision, allow_tf32)
@@ -352,7 +351,7 @@ def _promotes(a: Tensor, max_num_imprecise_acc) -> bool:
     that way.  ``max_num_imprecise_acc`` (Triton's) bounds how many K
     elements accumulate imprecisely: tilec promotes once per dot, so it
     must be at least the dot's K.  Other operand types ignore it, as Triton."""
-    if max_num_imprecise_acc is None or not a.elem.is_fp8:
+    if max_num_imprecise_acc is None or not semantic.is_fp8_value(a.handle):
         return False
     n, k = const_int(max_num_imprecise_acc, "`tl.dot` max_num_imprecise_acc"), a.shape[-1]
     if n < k:

@@ -50,9 +50,10 @@ class Build:
 
 def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (coalesced global accesses, tensor
-    cores for dots, fp8 dots the arch cannot multiply widened first), its dot-feeding loop loads software-pipelined over
-    ``num_stages`` shared-memory slots (warpgroup dots left running across
-    iterations).  The passes run through the
+    cores for dots, fp8 dots the arch cannot multiply widened first), its
+    dot-feeding loop loads software-pipelined over ``num_stages``
+    shared-memory slots (warpgroup dots left running across iterations).
+    The passes run through the
     ``PassManager``, bound to the build's options and target: ``TILEC_DUMP=ir``
     shows the IR after each, and under ``TILEC_CHECK=1`` each is verified and
     the result survives its text form (as in ``optimize``)."""

@@ -80,7 +80,8 @@ def nvptx_target(arch: str) -> Target:
         max_vector_bytes=MAX_VECTOR_BYTES,
         max_threads_per_block=MAX_THREADS_PER_BLOCK,
         registers_per_block=REGISTERS_PER_BLOCK,
-        matrix_instructions=MMA_INSTRUCTIONS + (MMA_FP8_INSTRUCTIONS if capability(arch) >= FP8_MMA_CAPABILITY else ()),
+        matrix_instructions=MMA_INSTRUCTIONS + (MMA_FP8_INSTRUCTIONS if capability(arch) >= FP8_MMA_CAPABILITY
+                                                else ()),
         group_matrix_instructions=WGMMA_INSTRUCTIONS if arch in WGMMA_ARCHS else (),
         async_copies=ASYNC_COPIES,
     )

@@ -258,8 +258,9 @@ def _wgmma_asm(types: str, n: int, a_in_registers: bool, trans_a: bool, trans_b:
     else:
         a_text, a_types, a_cons = f"${count}", [I64], ["l"]
     b_at = count + len(a_types)
+    instruction = f"wgmma.mma_async.sync.aligned.m64n{n}k{group_k(elem)}.{types}"
     text = ("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k{group_k(elem)}.{types} {{{outs}}}, {a_text}, ${b_at}, p{bits};\n\t}}")
+            f"{instruction} {{{outs}}}, {a_text}, ${b_at}, p{bits};\n\t}}")
     acc, reg = _accumulator(floating)
     constraints = ",".join([f"={reg}"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
     ftype = llir.FunctionType(llir.LiteralStructType([acc] * count), a_types + [I64] + [acc] * count)
