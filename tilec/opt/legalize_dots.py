@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from tilec.ir.core import Function, Op, clone_op
+from tilec.ir.core import Function, Op, clone_op, walk
 from tilec.ir.ops import Cast, Dot
 from tilec.ir.types import ScalarType, elem_type, f16
 from tilec.opt.rewrite import rebuild
@@ -32,13 +32,17 @@ def widen_fp8_dots(fn: Function, instructions: Sequence) -> Function:
     """``fn`` with the operands of every fp8 dot none of ``instructions``
     (a target's ``every_matrix_instruction``) takes cast to f16 (module docstring)."""
 
-    def rewrite(op: Op, vmap: dict) -> Optional[list[Op]]:
-        if not isinstance(op, Dot):
-            return None
+    def widened(op: Op) -> bool:
         elem = elem_type(op.a.type)
-        if not elem.is_fp8 or has_matrix_instruction(instructions, elem, elem_type(op.acc.type)):
+        return elem.is_fp8 and not has_matrix_instruction(instructions, elem, elem_type(op.acc.type))
+
+    def rewrite(op: Op, vmap: dict) -> Optional[list[Op]]:
+        if not (isinstance(op, Dot) and widened(op)):
             return None
         casts = [Cast(loc=op.loc, src=vmap.get(v, v), to=f16).make_results() for v in (op.a, op.b)]
         return casts + [clone_op(op, vmap, a=casts[0].result, b=casts[1].result)]
 
+    # most kernels have no such dot: they are returned as they are, not copied
+    if not any(isinstance(op, Dot) and widened(op) for op in walk(fn.body)):
+        return fn
     return rebuild(fn, rewrite)
