@@ -80,3 +80,34 @@ def test_a_read_only_array_behind_a_tensor_descriptor_is_refused_by_compiled_cod
         else:
             launch()
             np.testing.assert_array_equal(dst, src)
+
+
+@tilec.jit
+def add_row_then_store_over_it(z_ptr, ROWS: tl.constexpr, COLS: tl.constexpr, SHIFT: tl.constexpr):
+    """``z += z[SHIFT, :]`` for every row: the store's own loop writes row
+    ``SHIFT`` before it reads it for the rows after (Triton's test_dot
+    epilogue "add-cols", found by its test_core.py on the cpu target)."""
+    rows, cols = tl.arange(0, ROWS), tl.arange(0, COLS)
+    ptrs = z_ptr + rows[:, None] * COLS + cols[None, :]
+    tl.store(ptrs, tl.load(ptrs) + tl.load(z_ptr + SHIFT * COLS + cols)[None, :])
+
+
+@tilec.jit
+def add_into_other(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+
+@pytest.mark.parametrize("shift", [0, 3, 7])
+def test_a_store_reading_what_it_overwrites_sees_the_memory_as_loaded(shift):
+    z = np.random.default_rng(shift).standard_normal((8, 16)).astype(np.float32)
+    got, want = compiled_and_interpreted(add_row_then_store_over_it, (1, 1, 1), lambda: [z.copy()], ROWS=8, COLS=16,
+                                         SHIFT=shift)
+    np.testing.assert_array_equal(want[0], z + z[shift][None, :])
+    assert same_bits(got[0], want[0])
+
+
+def test_a_store_of_values_loaded_from_other_arrays_needs_no_buffer():
+    """Loads through pointers the kernel never writes stay in the store's loop."""
+    x = np.ones(1024, np.float32)
+    assert add_into_other.compile(x, x, x.copy(), BLOCK=1024, target="cpu").metadata.shared_bytes == 0

@@ -19,9 +19,9 @@ a CompilationError at its line.
 When a tile becomes a buffer (``HostCtx.bind``): when more than one op uses
 it, or one inside a loop or branch below its definition, and recomputing it
 is not cheap (``tiles.CHEAP``); and when it was loaded from global memory
-and the kernel may write memory before its last use (``keep_loaded``): a
-load means the memory as it was at the load, whatever the program stores
-afterwards.
+and the kernel may write memory before its last use, or its last user
+writes memory its loads read from (``keep_loaded``): a load means the
+memory as it was at the load, whatever the program stores afterwards.
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.codegen_llvm.kernel import _located, param_type
 from tilec.codegen_llvm.scalar_base import ScalarContext, declare, memory_type
+from tilec.opt.written_pointers import UNTRACED, WRITES, pointer_origins
 from tilec.backends.host.bounds import Checks
 from tilec.backends.host.tiles import CHEAP, Buffer, Lazy, Tile, numel, write
 
@@ -78,6 +79,7 @@ class HostCtx:
         self.grid = list(kernel.args[len(kernel.args) - len(GRID_PARAMS):])
         self._order, self._last_use, self._nested_use, self._count = _uses(fn)
         self._loaded: set[Value] = set()  # tiles bound lazily that read global memory
+        self._origins = None  # the pointer arguments each pointer may come from, when first asked
         self.checks = Checks(fn, kernel.args[len(fn.args)]) if debug else None  # bounds.py
 
     # --- values -----------------------------------------------------------------
@@ -139,12 +141,28 @@ class HostCtx:
 
     def keep_loaded(self, op: Op) -> None:
         """Before ``op``, which may write memory: make a buffer of every loaded
-        tile still to be used after it."""
+        tile still to be used after it, and of those ``op`` itself uses whose
+        loads may read where it writes (its loop over the elements could
+        otherwise store an element before reading one loaded from there:
+        ``z + load(row 0)[None, :]`` stored over row 0)."""
         at = self._order[op]
         for v in list(self._loaded):
-            if self._last_use.get(v, -1) > at:
+            last = self._last_use.get(v, -1)
+            if last > at or last == at and self._may_overwrite(op, v):
                 self.env[v] = self.materialize(self.env[v])
         self._loaded.clear()
+
+    def _may_overwrite(self, op: Op, v: Value) -> bool:
+        """Whether ``op`` may write through a pointer argument (or an untraced
+        pointer) that a load ``v`` is computed from reads through."""
+        if self._origins is None:
+            self._origins = pointer_origins(self.fn)
+        anywhere = frozenset([UNTRACED])
+        written = frozenset().union(*(self._origins.get(getattr(w, WRITES[type(w)]), anywhere)
+                                      for w in [op, *(i for r in op.regions for i in ir.walk(r))]
+                                      if type(w) in WRITES))
+        read = frozenset().union(*(self._origins.get(load.ptr, anywhere) for load in _loads_feeding(v)))
+        return UNTRACED in written or UNTRACED in read or bool(written & read)
 
     def declare(self, name: str, ret: llir.Type, params: list) -> llir.Function:
         return declare(self.scalar, name, ret, params)
@@ -175,6 +193,21 @@ class HostCtx:
 UNSUPPORTED = {
     "inline_asm": "its assembly is written for a GPU; run this kernel on a GPU or through the interpreter",
 }
+
+
+def _loads_feeding(v: Value) -> list[ir.Load]:
+    """The loads whose results ``v`` is computed from, through any ops."""
+    loads, seen, stack = [], set(), [v]
+    while stack:
+        owner = stack.pop().owner
+        if not isinstance(owner, Op) or owner in seen:
+            continue  # a block argument, or an op already visited
+        seen.add(owner)
+        if isinstance(owner, ir.Load):
+            loads.append(owner)
+        else:
+            stack.extend(owner.operands)
+    return loads
 
 
 def may_write(op: Op) -> bool:
