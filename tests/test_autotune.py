@@ -83,7 +83,7 @@ def test_every_config_is_timed_and_the_fastest_runs(bench_calls):
     assert len(bench_calls) == 3 and all(c["device"] == "host" for c in bench_calls)
     assert set(kernel.configs_timings) == set(CONFIGS) and kernel.skipped == {}
     assert kernel.best_config is min(kernel.configs_timings, key=kernel.configs_timings.get)
-    assert kernel.cache == {(300, "float32", "float32"): kernel.best_config}
+    assert kernel.cache == {(300, "float32", "float32", "host"): kernel.best_config}  # Triton's key, the device
 
 
 def test_the_same_key_is_not_tuned_again_and_a_new_key_is(bench_calls):
@@ -133,7 +133,7 @@ def test_when_every_config_fails_the_error_lists_them():
     with pytest.raises(tilec.TilecError) as e:
         kernel[grid](x, out, 10)
     message = str(e.value)
-    assert message.startswith("kernel `scale`: no config ran for key (10, 'float32', 'float32'):")
+    assert message.startswith("kernel `scale`: no config ran for key (10, 'float32', 'float32') on host:")
     assert "  BLOCK: 256, num_warps: 4, num_stages: 3: CompilationError" in message
     assert "  BLOCK: 512, num_warps: 6, num_stages: 3: LaunchOptionError: num_warps must be a power of 2" in message
 

@@ -9,7 +9,9 @@ import types
 
 import pytest
 
+from launch import kernels
 from tilec.backends.nvidia import cuda, cuda_driver as cd, libcuda
+from tilec.launch.jit import JITFunction, VariantCache
 
 
 class FakeCudaArray:
@@ -41,12 +43,12 @@ class FakeGPU:
     and libcuda's two launch functions, as ctypes would call them (plain
     addresses).  A launch is recorded as the driver would read it, by
     following the config and ``void**`` addresses into memory.  Contexts are a
-    stack, as the driver's are; one ``sm_90`` device per index."""
+    stack, as the driver's are; two ``sm_90`` devices, named by ``names``."""
 
     def __init__(self, monkeypatch, arch="sm_90"):
         self.arch, self.launches, self.loads, self.syncs, self.shared_opt_ins = arch, [], [], [], []
         self.registers, self.rejected, self.pointer_devices = 32, set(), {}
-        self.contexts, self.launch_result = [], 0
+        self.contexts, self.launch_result, self.names = [], 0, ["Fake GPU", "Fake GPU"]
         ACTIVE[0] = self
         for name in ("compute_capability", "device_name", "device_count", "retain_primary_context", "enter_context",
                      "leave_context", "load_image", "load_ptx", "get_function", "function_attribute",
@@ -60,10 +62,10 @@ class FakeGPU:
         return self.arch
 
     def device_name(self, device=0):
-        return "Fake GPU"
+        return self.names[device]
 
     def device_count(self):
-        return 2
+        return len(self.names)
 
     def retain_primary_context(self, device=0):
         return 1000 + device
@@ -136,6 +138,18 @@ class FakeGPU:
         return RESULT_NAMES.get(code, (f"CUresult {code}", ""))
 
 
+def isolate_shared_kernels(monkeypatch) -> None:
+    """The shared kernels (``launch/kernels.py``) start each fake-GPU test with
+    empty variant caches, given back after it: on a machine with a GPU, a
+    variant the real driver loaded earlier in the process
+    (``test_cuda_launch.py``) would launch through the real driver with the
+    fake arrays' addresses."""
+    for kernel in vars(kernels).values():
+        if isinstance(kernel, JITFunction):
+            monkeypatch.setattr(kernel, "cache", VariantCache())
+            monkeypatch.setattr(kernel, "_launches", kernel.cache.launches)
+
+
 @pytest.fixture
 def gpu(monkeypatch):
     """A fake GPU; the launcher's cached device facts are forgotten before and after."""
@@ -143,6 +157,7 @@ def gpu(monkeypatch):
         cached.cache_clear()
     monkeypatch.delenv("TILEC_SYNC", raising=False)
     monkeypatch.setitem(sys.modules, "torch", None)  # no torch: the default stream is 0
+    isolate_shared_kernels(monkeypatch)
     yield FakeGPU(monkeypatch)
     for cached in (cuda.available, cuda._device_arch):
         cached.cache_clear()

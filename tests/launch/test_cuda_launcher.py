@@ -123,6 +123,38 @@ def test_host_and_device_arrays_mixed_is_an_error_before_launch(gpu):
     assert gpu.launches == []
 
 
+class TorchLikeArray(FakeCudaArray):
+    """A fake CUDA array that says its device as torch does (``.device``)."""
+
+    def __init__(self, device):
+        super().__init__(device=device)
+        self.device = f"cuda:{device}"
+
+
+@pytest.mark.parametrize("array", [FakeCudaArray, TorchLikeArray], ids=["interface-only", "torch-like"])
+def test_autotuning_is_per_kind_of_device(gpu, array):
+    """Two devices of one name share a choice; a device of another name is tuned for itself."""
+    timed = []
+
+    def do_bench(fn, quantiles):
+        fn()
+        timed.append(gpu.launches[-1]["device"])
+        return [float(len(timed) % 2)] * len(quantiles)  # configs 2, 4, ... win on alternate tunings
+
+    configs = [tilec.Config({"BLOCK": 256}), tilec.Config({"BLOCK": 512})]
+    grid = lambda meta: (tilec.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
+    k = tilec.autotune(configs, key=["n"], do_bench=do_bench, cache_results=False)(fresh(add_kernel))
+    for device in (0, 1, 0):
+        k[grid](*(array(device=device) for _ in range(3)), 3000)
+        assert gpu.launches[-1]["device"] == device
+    assert timed == [0, 0] and list(k.cache) == [(3000, "sm_90a Fake GPU")]
+    gpu.names[1] = "Other GPU"
+    k = tilec.autotune(configs, key=["n"], do_bench=do_bench, cache_results=False)(fresh(add_kernel))
+    for device in (1, 0, 1):
+        k[grid](*(array(device=device) for _ in range(3)), 3000)
+    assert timed == [0, 0, 1, 1, 0, 0] and set(k.cache) == {(3000, "sm_90a Fake GPU"), (3000, "sm_90a Other GPU")}
+
+
 def test_an_arch_tilec_does_not_know_is_named(gpu):
     gpu.arch = "sm_75"
     with pytest.raises(TilecError, match=r"CUDA device 0 \(Fake GPU\) is sm_75; tilec compiles for sm_80, sm_86"):

@@ -200,7 +200,8 @@ class Autotuner(KernelWrapper):
         self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
         self.num_warmups, self.num_reps = 25 if warmup is None else warmup, 100 if rep is None else rep
         self.use_cuda_graph, self.do_bench, self.cache_results = use_cuda_graph, do_bench, cache_results
-        self.cache: dict[tuple, Config] = {}
+        self.cache: dict[tuple, Config] = {}  # (tuning key..., device label): the choice
+        self._device_labels: dict[tuple[str, ...], str] = {}  # the arguments' devices: their label
         self.best_config: Optional[Config] = None
         self.configs_timings: Optional[dict[Config, list[float]]] = None
         self.skipped: dict[Config, str] = {}
@@ -242,9 +243,10 @@ class Autotuner(KernelWrapper):
                              f"re-define auto-tuned symbols (kernel `{self.__name__}`).")
         config = self.configs[0]
         if len(self.configs) > 1:
-            key = self.tuning_key(self.named_args(args, kwargs))
+            named = self.named_args(args, kwargs)
+            key = (*self.tuning_key(named), self._device_of(named, args, kwargs))
             if key not in self.cache:
-                self.cache[key] = self._recall(key, args, kwargs) or self._tune(key, args, kwargs, grid)
+                self.cache[key] = self._recall(key) or self._tune(key, args, kwargs, grid)
             config = self.cache[key]
         self.best_config = config
         return self._launch(config, args, kwargs, grid)
@@ -252,6 +254,20 @@ class Autotuner(KernelWrapper):
     def tuning_key(self, named: dict[str, Any]) -> tuple:
         """Triton's: the ``key`` arguments' values, then the dtype of every argument that has one."""
         return tuple([named[k] for k in self.keys] + [str(v.dtype) for v in named.values() if hasattr(v, "dtype")])
+
+    def _device_of(self, named: dict[str, Any], args: Sequence, kwargs: dict) -> str:
+        """What a choice is kept for (``device_label``): the last element of a
+        ``cache`` key, so tensors on another kind of GPU are tuned for it while
+        two devices of one kind share a choice.  Remembered per set of the
+        arguments' ``device`` attributes, so a launch does not plan again;
+        arguments that do not say their device are planned every time."""
+        devices = tuple(str(v.device) for v in named.values() if hasattr(v, "device"))
+        label = self._device_labels.get(devices) if devices else None
+        if label is None:
+            label = device_label(self._any_plan(args, kwargs))
+            if devices:
+                self._device_labels[devices] = label
+        return label
 
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> list[Any]:
         """Compile every config that pruning keeps for these arguments and
@@ -301,11 +317,12 @@ class Autotuner(KernelWrapper):
             progress.note(f"skipped config {config}: {reason}")
         if not timings:
             reasons = "\n".join(f"  {c}: {r}" for c, r in self.skipped.items())
-            raise TilecError(f"kernel `{self.__name__}`: no config ran for key {key}:\n{reasons}")
+            raise TilecError(f"kernel `{self.__name__}`: no config ran for key {key[:-1]} on {key[-1]}:\n"
+                             f"{reasons}")
         self.configs_timings = timings
         best = min(timings, key=timings.__getitem__)
         self._zero(self.named_args(args, kwargs))  # the launch that follows starts from zeros, as each run did
-        self._remember(key, args, kwargs, best)
+        self._remember(key, best)
         return best
 
     def _plan_all(self, configs: Sequence[Config], args: Sequence, kwargs: dict) -> dict[Config, LaunchPlan]:
@@ -392,24 +409,23 @@ class Autotuner(KernelWrapper):
                 zero_array(named[name])
 
     # --- the choice on disk ----------------------------------------------------------------
-    def _disk_key(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[str]:
+    def _disk_key(self, key: tuple) -> Optional[str]:
         """The tuning entry's key, or None when results are not kept (or cannot be keyed)."""
         if not (self.cache_results and cache_enabled()):
             return None
         try:
-            device = device_label(self._any_plan(args, kwargs))
             wrappers = [(type(w).__name__, getattr(w, "values", None)) for w in wrapper_chain(self.fn)]
             return cache.digest("tuning", TUNING_FORMAT, cache.tilec_source_hash(), self.jit_function, wrappers,
-                                [str(c) for c in self.configs], self.keys, key, device,
+                                [str(c) for c in self.configs], self.keys, key,
                                 [self.prune_configs_by.get(k) for k in PRUNE_KEYS])
         except (cache.Uncacheable, TilecError, ValueError) as e:
             log.debug("tilec.launch.autotune: `%s` tuning not kept: %s", self.__name__, e)
             return None
 
-    def _recall(self, key: tuple, args: Sequence, kwargs: dict) -> Optional[Config]:
+    def _recall(self, key: tuple) -> Optional[Config]:
         """The config an earlier process chose for this key, when it is still one of ours;
         an entry that is not a well-formed choice is logged, counted corrupt and tuned again."""
-        disk_key = self._disk_key(key, args, kwargs)
+        disk_key = self._disk_key(key)
         payload = cache.read_entry("tuning", disk_key) if disk_key else None
         if payload is None:
             return None
@@ -423,9 +439,9 @@ class Autotuner(KernelWrapper):
         log.info("tilec.launch.autotune: `%s` key %s: %s (tuned by an earlier process)", self.__name__, key, config)
         return config
 
-    def _remember(self, key: tuple, args: Sequence, kwargs: dict, best: Config) -> None:
+    def _remember(self, key: tuple, best: Config) -> None:
         log.info("tilec.launch.autotune: `%s` key %s: %s", self.__name__, key, best)
-        disk_key = self._disk_key(key, args, kwargs)
+        disk_key = self._disk_key(key)
         if disk_key is None:
             return
         record = {"index": self.configs.index(best), "config": str(best),
