@@ -5,11 +5,14 @@ Each rank compiles (or loads from the shared cache) and launches the tutorial
 kernels -- softmax, matmul (fp16), layer-norm forward and backward --
 checks each against torch on its own inputs, times it (median of
 ``tilec.testing.do_bench``), then all-reduces the layer-norm weight gradient
-its tilec backward made and checks the sum against the ranks' torch
-gradients all-reduced the same way.  Rank 0 prints a table a rank a row
-and writes ``benchmarks/results/distributed.json`` (or ``--out``).
+its tilec backward made, checks the sum against the ranks' torch gradients
+all-reduced the same way, and takes a step between tilec kernels: the
+weight updated by tilec's vector add, then tilec's layer-norm forward with
+it.  A check that fails ends the job with an error.  Rank 0 prints a table a
+rank a row and writes ``benchmarks/results/distributed.json`` (or ``--out``);
+the disk cache the ranks share must have no corrupt entry.
 
-    PYTHONPATH=. python benchmarks/distributed.py [--ranks 2] [--out PATH]
+    PYTHONPATH=. python benchmarks/distributed.py [--ranks 2] [--size 4096] [--out PATH]
 
 NVLink multicast stays off in every process (``NCCL_NVLS_ENABLE=0``,
 ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1``, ``NVSHMEM_DISABLE_NVLS=1``).
@@ -26,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-M, N, K = 4096, 4096, 4096  # the matmul's shape; softmax and layer norm run M x N
+LR = 0.01  # the step the weight takes against its all-reduced gradient
 
 
 def checked(name: str, got, want, tol: float) -> float:
@@ -37,12 +40,15 @@ def checked(name: str, got, want, tol: float) -> float:
     return error
 
 
-def rank_main(rank: int, world: int, cache: str, port: int, queue) -> None:
+def rank_main(rank: int, world: int, size: int, cache: str, port: int, queue) -> None:
+    """One rank: every kernel checked and timed on ``size`` x ``size`` inputs; its row goes to ``queue``."""
+    M = N = K = size  # the matmul's shape; softmax and layer norm run M x N
     os.environ.update(NO_MULTICAST, TILEC_CACHE_DIR=cache, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     import torch
     import torch.distributed as dist
 
     from benchmarks import kernels
+    from tilec.launch import cache as disk_cache
     from tilec.testing import do_bench
 
     dist.init_process_group("nccl", rank=rank, world_size=world)
@@ -80,11 +86,21 @@ def rank_main(rank: int, world: int, cache: str, port: int, queue) -> None:
                                            for k, got in (("dx", dx), ("dw", dw), ("db", db)))
     row["layer norm backward us"] = 1e3 * do_bench(lambda: ln.layer_norm_backward(dy, xh, w, mean, rstd))
 
-    # the gradient all-reduce between tilec kernels: dw summed over the ranks
+    # the gradient all-reduce between tilec kernels: dw summed over the ranks, a step, a forward with it
     dw_sum, want_sum = dw.float(), want["dw"].float()
     dist.all_reduce(dw_sum)
     dist.all_reduce(want_sum)
     row["all-reduced dw error"] = checked("all-reduced dw", dw_sum, want_sum, 2e-2)
+    stepped = torch.empty_like(dw_sum)
+    kernels.launch_vector_add(kernels.kernel_for("vector_add", "tilec"), w.float(), -LR * dw_sum, stepped)
+    y2, _, _ = ln.layer_norm_forward(xh, stepped.half(), bias, 1e-5)
+    w2 = (w.float() - LR * want_sum).half()
+    row["after the step error"] = checked(
+        "layer norm forward after the step", y2,
+        torch.nn.functional.layer_norm(xh.float(), (N,), w2.float(), bias.float(), 1e-5), 1e-2)
+    row["cache corrupt"] = disk_cache.STATS["corrupt"]
+    if row["cache corrupt"]:
+        raise AssertionError(f"rank {rank}: {row['cache corrupt']} corrupt disk cache entries")
     torch.cuda.synchronize()
     queue.put(row)
     dist.destroy_process_group()
@@ -94,6 +110,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--port", type=int, default=29541)
+    parser.add_argument("--size", type=int, default=4096, help="M = N = K of every kernel (default 4096)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "distributed.json")
     opts = parser.parse_args(argv)
     os.environ.update(NO_MULTICAST)
@@ -106,7 +123,7 @@ def main(argv=None) -> None:
         sys.exit(f"needs {opts.ranks} GPUs, found {torch.cuda.device_count()}")
     cache = tempfile.mkdtemp(prefix="tilec-distributed-cache-")
     queue = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(rank_main, args=(opts.ranks, cache, opts.port, queue), nprocs=opts.ranks)
+    mp.spawn(rank_main, args=(opts.ranks, opts.size, cache, opts.port, queue), nprocs=opts.ranks)
     rows = sorted((queue.get() for _ in range(opts.ranks)), key=lambda r: r["rank"])
     entries = sum(len(files) for _, _, files in os.walk(cache))
     headers = list(rows[0])
