@@ -136,9 +136,10 @@ def k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.co
 
 
 @pytest.mark.parametrize("rescale", [False, True])
-def test_only_a_dot_feeding_just_the_next_iteration_is_left_running(rescale):
-    """``acc = tl.dot(a, b, acc)`` keeps one group in flight; ``acc * 0.5``
-    before it reads the accumulator in the loop, so each dot waits for itself."""
+def test_a_dot_feeding_the_next_iteration_is_left_running(rescale):
+    """``acc = tl.dot(a, b, acc)`` keeps one group in flight; with
+    ``acc * 0.5`` before it (attention's rescale) the next iteration waits
+    for it just before the rescale reads it."""
     a, b, c = np.empty((128, 1024), np.float16), np.empty((1024, 128), np.float16), np.empty((128, 128), np.float32)
     compiled = k_loop.compile(a, b, c, 1024, BM=128, BN=128, BK=64, RESCALE=rescale, num_warps=4, num_stages=3,
                               target="sm_90a")
@@ -147,10 +148,14 @@ def test_only_a_dot_feeding_just_the_next_iteration_is_left_running(rescale):
     assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == (not rescale)
     # a dot left running still reads the previous iteration's slot: one slot more than
     # stages, so the copies go two slots back and one barrier per iteration does
-    slots = 3 + (not rescale)
-    assert tir.count(f"local_alloc {{shape = ({slots}, ") == 2
+    assert tir.count("local_alloc {shape = (4, ") == 2
     loop_body = tir.split("for ", 1)[1].split("\n  }", 1)[0]
     assert loop_body.count("barrier") == 1
+    waits = re.findall(r"dot_wait \S+ \{pending = (\d)\}", loop_body)
+    assert waits == (["0"] if rescale else ["1"]), loop_body
+    # the PTX loop ends with the dot's commit: nothing waits for it on the way round
+    ptx_loop = ptx.split("wgmma.commit_group.sync.aligned;")[-1].split("bra")[0]
+    assert ("wgmma.wait_group" in ptx_loop) == (not rescale), ptx_loop
 
 
 @tilec.jit

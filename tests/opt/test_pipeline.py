@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -370,21 +371,24 @@ RESCALED = ("%half = constant {value = 0.5, type = tile<64x64xf32>} : tile<64x64
             "    %acc_used = mul %acc_in, %half : tile<64x64xf32, mma<[4, 1]>>\n    ")
 
 
-@pytest.mark.parametrize("arch,acc,overlapped", [("sm_90a", CARRIED, True), ("sm_90a", RESCALED, False),
-                                                 ("sm_90", CARRIED, False)], ids=["sm_90a", "rescaled", "sm_90"])
-def test_a_warpgroup_dot_feeding_only_the_next_iteration_keeps_running(arch, acc, overlapped):
+@pytest.mark.parametrize("arch,acc,overlap", [("sm_90a", CARRIED, "chained"), ("sm_90a", RESCALED, "deferred"),
+                                              ("sm_90", CARRIED, None)], ids=["sm_90a", "rescaled", "sm_90"])
+def test_a_warpgroup_dot_feeding_only_the_next_iteration_keeps_running(arch, acc, overlap):
     """On sm_90a the K loop's dot waits only for the iteration before
-    (``dot_wait {pending = 1}``), the loop's result waits for all, and the
-    buffers get a slot more than stages so the copies never overwrite what a
-    running dot reads; an accumulator read in the loop, or a target without
-    warpgroup instructions, keeps the plain schedule."""
+    (``dot_wait {pending = 1}``); one whose accumulator is rescaled in the
+    loop (attention's) is waited for by the next iteration, just before the
+    rescale reads it; the loop's result waits for all, and the buffers get a
+    slot more than stages so the copies never overwrite what a running dot
+    reads.  A target without warpgroup instructions keeps the plain schedule."""
     text = WARPGROUP_LOOP.replace("ACC", acc)
     if not acc:
         text = text.replace("%acc_used", "%acc_in")
     got = apply_pass(lambda fn: pipeline_loops(fn, 3, nvptx_target(arch), num_warps=4), text)
-    slots = 4 if overlapped else 3
+    slots = 4 if overlap else 3
     assert got.count(f"local_alloc {{shape = ({slots}, 64, 64)") == 2, got
     body, after = got.split("yield [")[0], got.split("async_wait {pending = 0}")[1]
-    assert ("%d_1 = dot_wait %d {pending = 1}" in body) == overlapped, got
-    assert ("dot_wait %acc {pending = 0}" in after) == overlapped, got
+    assert ("%d_1 = dot_wait %d {pending = 1}" in body) == (overlap == "chained"), got
+    waited = re.search(r"(%acc_in\S*) = dot_wait %acc_in {pending = 0}.*\n\s*%acc_used\S* = mul \1,", body)
+    assert (waited is not None) == (overlap == "deferred"), got
+    assert ("dot_wait %acc {pending = 0}" in after) == (overlap is not None), got
     assert body.split("for ", 1)[1].count("barrier") == 1

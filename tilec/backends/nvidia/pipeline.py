@@ -54,7 +54,7 @@ from tilec.opt import pipelining
 from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, next_slot, users_of
 from tilec.opt.rewrite import rebuild
 from tilec.targets.base import Target
-from tilec.backends.nvidia.dot_overlap import overlapped_dot
+from tilec.backends.nvidia.dot_overlap import Overlap, overlapped_dot
 
 
 def pipeline_loops(fn: Function, num_stages: int, target: Target, num_warps: int) -> Function:
@@ -74,9 +74,23 @@ def pipeline_loops(fn: Function, num_stages: int, target: Target, num_warps: int
         except NotPipelinable:
             return None
         overlap = overlapped_dot(op, users, partial(_operand_buffer_layout, stages), num_warps, target)
+        if overlap is not None and overlap.deferred and not _waitable_in_last_stage(stages, overlap):
+            overlap = None
         return _Pipeliner(stages, num_stages, vmap, overlap).emit()
 
     return rebuild(fn, rewrite)
+
+
+def _waitable_in_last_stage(stages: LoopStages, overlap: Overlap) -> bool:
+    """Whether a deferred dot's carried value is read by the last stage only
+    (its wait goes before the first reader there; stage 0 runs ahead)."""
+    carried = stages.loop.body.args[1 + overlap.place]
+    return overlap.place not in stages.carried0 and not any(_reads(op, carried) for op in stages.stage0)
+
+
+def _reads(op: Op, value: Value) -> bool:
+    """Whether ``op`` or an op of its regions takes ``value``."""
+    return value in op.operands or any(_reads(inner, value) for region in op.regions for inner in region.ops)
 
 
 def analyze_loop(loop: ir.For, users: dict[Value, list[Op]]) -> LoopStages:
@@ -100,7 +114,7 @@ class _Pipeliner(StageEmitter):
     """Emits the pipelined form of one loop (module docstring) into the
     enclosing block (``self.out``), reading outer values through ``vmap``."""
 
-    def __init__(self, stages: LoopStages, num_stages: int, vmap: dict, overlap: Optional[tuple[int, ir.Dot]]):
+    def __init__(self, stages: LoopStages, num_stages: int, vmap: dict, overlap: Optional[Overlap]):
         super().__init__(stages, vmap)
         self.n, self.overlap = num_stages, overlap
         # a dot left running still reads the slot of the iteration before: one more slot
@@ -120,7 +134,7 @@ class _Pipeliner(StageEmitter):
         out.create(ir.Barrier)
         self.vmap.update(zip(loop.results, new_loop.results))
         if self.overlap is not None:
-            place = self.overlap[0]
+            place = self.overlap.place
             result = loop.results[place]
             done = out.value(ir.DotWait, name=result.name, value=new_loop.results[place], pending=0)
             self.vmap[result] = done
@@ -160,9 +174,14 @@ class _Pipeliner(StageEmitter):
         b.create(ir.Barrier)
         vmap = ChainMap(dict(zip(loop.body.args, [iv] + args)), self.vmap)
         self.local_loads(b, vmap, read)
+        overlap = self.overlap
+        unwaited = loop.body.args[1 + overlap.place] if overlap is not None and overlap.deferred else None
         for op in self.s.last:
+            if unwaited is not None and _reads(op, unwaited):  # the iteration before's deferred dot
+                vmap[unwaited] = b.value(ir.DotWait, name=unwaited.name, value=vmap[unwaited], pending=0)
+                unwaited = None
             new.body.ops.append(clone_op(op, vmap))
-            if self.overlap is not None and op is self.overlap[1]:
+            if overlap is not None and not overlap.deferred and op is overlap.dot:
                 vmap[op.result] = b.value(ir.DotWait, name=op.result.name, value=vmap[op.result], pending=1)
         ahead_values = self.copies(b, b.value(ir.Add, lhs=iv, rhs=ahead), args, write)
         late = [vmap.get(v, v) for v in loop.body.terminator.values]

@@ -32,7 +32,9 @@ from one atom to the next and the stride offset 8 rows along ``k``.
 *Ordering.*  ``wgmma.fence`` before the first instruction (the accumulator
 registers were written by ordinary instructions), ``commit_group``, then
 ``wait_group 0`` before the result is used -- or, for a dot whose one user
-is a ``dot_wait`` (``dot_overlap.py``), that op's ``wait_group pending``.  The wait is inline assembly
+is a ``dot_wait`` (``dot_overlap.py``), that op's ``wait_group pending``, and
+for one whose one user is a ``yield`` into a loop whose carried value and
+result only ``dot_wait``s read (deferred), those waits.  The wait is inline assembly
 that takes every accumulator register and gives it back (tied operands),
 so LLVM cannot move a use of the result above it.  The shared memory was
 written by ``cp.async`` (the generic proxy) and is read by the tensor cores
@@ -202,9 +204,37 @@ def lower_warpgroup_dot(ctx: Ctx, op: ir.Dot, step_words) -> None:
                 acc[first:first + count] = _issue(ctx, elem, width, a_desc, b_desc, a_op, b_d,
                                                   acc[first:first + count])
     _commit(ctx)
+    ctx.bind(op.results, [acc if _waited_later(ctx, op) else _wait(ctx, acc, 0)])
+
+
+def _waited_later(ctx: Ctx, op: ir.Dot) -> bool:
+    """Whether every read of ``op``'s result passes a ``dot_wait`` first: its
+    one user is one, or a ``for``'s ``yield`` whose carried value and result
+    only ``dot_wait``s read (the module doc's ordering)."""
     users = ctx.users.get(op.result, [])
-    left_running = len(users) == 1 and isinstance(users[0][0], ir.DotWait)
-    ctx.bind(op.results, [acc if left_running else _wait(ctx, acc, 0)])
+    if len(users) != 1:
+        return False
+    user, block = users[0]
+    if isinstance(user, ir.DotWait):
+        return True
+    loop = _loop_of(ctx.fn.body, block) if isinstance(user, ir.Yield) else None
+    if loop is None or user.values.count(op.result) != 1:
+        return False
+    place = user.values.index(op.result)
+    return all(isinstance(reader, ir.DotWait) for v in (block.args[1 + place], loop.results[place])
+               for reader, _ in ctx.users.get(v, []))
+
+
+def _loop_of(outer: "ir.Block", body: "ir.Block") -> Optional[ir.For]:
+    """The ``for`` whose body is ``body``, anywhere inside ``outer``."""
+    for op in outer.ops:
+        for region in op.regions:
+            if region is body:
+                return op if isinstance(op, ir.For) else None
+            found = _loop_of(region, body)
+            if found is not None:
+                return found
+    return None
 
 
 def lower_dot_wait(ctx: Ctx, op: ir.DotWait) -> None:
