@@ -70,6 +70,25 @@ def test_layer_norm_loads_eight_halves_at_a_time(arch):
 
 
 @tilec.jit
+def _exp_both(x_ptr, y_ptr, z_ptr):
+    offs = tl.arange(0, 128)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.exp(x))
+    tl.store(z_ptr + offs, tl.exp2(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_exp_is_tritons_flushing_ex2_and_double_the_library(dtype):
+    """f32 (and f16, through f32) ``exp``/``exp2`` are one ``ex2.approx.ftz``
+    each, ``exp`` after a multiply by log2(e), as Triton's; f64 is computed
+    in full (no ``ex2``)."""
+    x = np.zeros(128, dtype)
+    ptx = _exp_both.compile(x, x, x, target="sm_90").asm["ptx"]
+    assert count(ptx, r"ex2\.approx\.ftz\.f32") == (0 if dtype == np.float64 else 2), ptx  # one element a thread
+    assert count(ptx, r"ex2\.approx\.f32") == 0
+
+
+@tilec.jit
 def _locked_increment(lock, x):
     while tl.atomic_cas(lock, 0, 1) == 1:
         pass

@@ -1,8 +1,8 @@
 """``gather``, ``flip``, ``cat``, ``sort``, ``topk``, ``histogram``,
-``reduce_or``, ``swizzle2d`` and ``tl.add``/``sub``/``mul`` on the GPU: one
-kernel source, compiled once by Triton and once by tilec, on the same
-inputs, must write the same bits (``cat``'s order is free in Triton: compared
-as a multiset).  Needs a CUDA GPU, torch and Triton."""
+``reduce_or``, ``swizzle2d``, ``tl.add``/``sub``/``mul`` and ``exp``/``exp2``
+on the GPU: one kernel source, compiled once by Triton and once by tilec, on
+the same inputs, must write the same bits (``cat``'s order is free in Triton:
+compared as a multiset).  Needs a CUDA GPU, torch and Triton."""
 from __future__ import annotations
 
 import types
@@ -122,3 +122,35 @@ def test_tilec_writes_what_triton_writes(torch, name, m, n):
         if multiset:
             want, got = want.sort().values, got.sort().values
         assert torch.equal(want.view(torch.uint8), got.view(torch.uint8)), (name, dtype_name, want, got)
+
+
+def exp_k(x_ptr, z_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(z_ptr + 2 * offs, tl.exp(x))
+    tl.store(z_ptr + 2 * offs + 1, tl.exp2(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype_name", ["float32", "float16", "bfloat16"])
+def test_exp_and_exp2_write_what_triton_writes(torch, dtype_name):
+    """Triton's fast ``exp``/``exp2`` (``ex2.approx.ftz``: results under
+    2^-126 are 0), bit for bit, over inputs from -160 to 100 (the flushed
+    range, the subnormal one, normal results, overflow) and the special values."""
+    triton = pytest.importorskip("triton")
+    dtype = getattr(torch, dtype_name)
+    block, n = 1024, 1 << 16
+    x = torch.linspace(-160, 100, n - 8, dtype=torch.float64)
+    x = torch.cat([x, torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40, -1e-40, -126.5],
+                                   dtype=torch.float64)]).to(dtype).cuda()
+    outs = []
+    for module, jit in ((triton.language, triton.jit), (tilec_tl, tilec.jit)):
+        z = torch.zeros(2 * n, dtype=dtype, device="cuda")
+        _compiled(exp_k, module, jit)[(n // block,)](x, z, BLOCK=block)
+        outs.append(z.cpu())
+    want, got = outs
+    same = (want.view(torch.int16 if dtype.itemsize == 2 else torch.int32) ==
+            got.view(torch.int16 if dtype.itemsize == 2 else torch.int32)) | (want.isnan() & got.isnan())
+    where = (~same).nonzero().flatten()[:6]
+    assert bool(same.all()), [(x[int(i) // 2].item(), "exp2" if i % 2 else "exp", want[i].item(), got[i].item())
+                              for i in where]
