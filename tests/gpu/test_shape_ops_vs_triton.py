@@ -132,13 +132,14 @@ def exp_k(x_ptr, z_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype_name", ["float32", "float16", "bfloat16"])
-def test_exp_and_exp2_write_what_triton_writes(torch, dtype_name):
-    """Triton's fast ``exp``/``exp2`` (``ex2.approx.ftz``: results under
+def test_exp_and_exp2_write_what_triton_writes(torch):
+    """Triton's fast float32 ``exp`` (``ex2.approx`` of ``x * log2(e)``,
+    subnormal results kept) and ``exp2`` (``ex2.approx.ftz``: results under
     2^-126 are 0), bit for bit, over inputs from -160 to 100 (the flushed
-    range, the subnormal one, normal results, overflow) and the special values."""
+    range, the subnormal one, normal results, overflow) and the special
+    values.  (Triton's ``exp`` takes float32 and float64 only.)"""
     triton = pytest.importorskip("triton")
-    dtype = getattr(torch, dtype_name)
+    dtype = torch.float32
     block, n = 1024, 1 << 16
     x = torch.linspace(-160, 100, n - 8, dtype=torch.float64)
     x = torch.cat([x, torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40, -1e-40, -126.5],
@@ -149,8 +150,7 @@ def test_exp_and_exp2_write_what_triton_writes(torch, dtype_name):
         _compiled(exp_k, module, jit)[(n // block,)](x, z, BLOCK=block)
         outs.append(z.cpu())
     want, got = outs
-    same = (want.view(torch.int16 if dtype.itemsize == 2 else torch.int32) ==
-            got.view(torch.int16 if dtype.itemsize == 2 else torch.int32)) | (want.isnan() & got.isnan())
+    same = (want.view(torch.int32) == got.view(torch.int32)) | (want.isnan() & got.isnan())
     where = (~same).nonzero().flatten()[:6]
     assert bool(same.all()), [(x[int(i) // 2].item(), "exp2" if i % 2 else "exp", want[i].item(), got[i].item())
                               for i in where]

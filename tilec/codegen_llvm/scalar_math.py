@@ -53,7 +53,7 @@ def _intrinsic(name: str) -> Callable:
     return lambda ctx, x: call(ctx, overloaded(f"llvm.{name}", x.type), [x])
 
 
-def scaled(fn: Callable, before: float) -> Callable:
+def _scaled(fn: Callable, before: float) -> Callable:
     """``fn(x * before)``, the constant rounded to ``x``'s type."""
     return lambda ctx, x: fn(ctx, ctx.builder.fmul(x, const(x.type, before)))
 
@@ -71,7 +71,7 @@ _exp2 = _intrinsic("exp2")
 
 
 MATH: dict[type, MathFn] = {
-    ir.Exp: MathFn(scaled(_exp2, math.log2(math.e)), library("exp")),
+    ir.Exp: MathFn(_scaled(_exp2, math.log2(math.e)), library("exp")),
     ir.Exp2: MathFn(_exp2, library("exp2")),
     ir.Log: MathFn(library("log"), library("log")),
     ir.Log2: MathFn(library("log2"), library("log2")),

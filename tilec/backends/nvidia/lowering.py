@@ -21,7 +21,6 @@ asynchronous-copy and other special-register rules come from ``mma.py``,
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -33,7 +32,7 @@ from tilec.codegen_llvm.debug import GENERIC, string_constant
 from tilec.codegen_llvm.kernel import I32, I64, Ctx
 from tilec.codegen_llvm.maps import emit_inline_asm
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call
-from tilec.codegen_llvm.scalar_math import MATH, library, scaled
+from tilec.codegen_llvm.scalar_math import MATH, library
 from tilec.backends.nvidia import async_copy, atomics, cache_hints, mma, special_registers
 from tilec.backends.nvidia.libdevice import LIBDEVICE_PREFIX
 from tilec.backends.nvidia.target import launch_bounds_attrs
@@ -48,8 +47,9 @@ def _exp2_ftz(ctx, x: llir.Value) -> llir.Value:
 
 class NvidiaMath(MathLibrary):
     """libdevice's ``__nv_sinf``/``__nv_sin``... (``libdevice.py`` links them
-    in), and Triton's fast f32 ``rsqrt`` (``rsqrt.approx``) and ``exp2``/``exp``
-    (``ex2.approx.ftz``, ``exp`` through ``x * log2(e)``).
+    in), and Triton's fast f32 ``rsqrt`` (``rsqrt.approx``) and ``exp2``
+    (``ex2.approx.ftz``); f32 ``exp`` stays ``ex2.approx`` of ``x * log2(e)``,
+    subnormal results kept, as Triton's.
 
     ``ex2.approx.ftz`` returns 0 for results below 2^-126, where the
     subnormal-keeping ``ex2.approx`` costs three more instructions an
@@ -66,8 +66,7 @@ class NvidiaMath(MathLibrary):
     libcall)."""
 
     recipes = {ir.Rsqrt: MathFn(lambda ctx, x: call(ctx, "llvm.nvvm.rsqrt.approx.f", [x]), library("rsqrt")),
-               ir.Exp2: MathFn(_exp2_ftz, MATH[ir.Exp2].f64),
-               ir.Exp: MathFn(scaled(_exp2_ftz, math.log2(math.e)), MATH[ir.Exp].f64)}
+               ir.Exp2: MathFn(_exp2_ftz, MATH[ir.Exp2].f64)}
 
     def symbol(self, name: str, t: llir.Type) -> str:
         return LIBDEVICE_PREFIX + super().symbol(name, t)
