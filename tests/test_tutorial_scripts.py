@@ -26,9 +26,9 @@ SCRIPTS = {
     "02_fused_softmax.py": (3, [r"= reduce \[%row\]", r"\d+ x shfl\.sync\.bfly"]),
     "03_matrix_multiplication.py": (4, [r"local_alloc .*shape = \(4, 256, 64\)", r"async_wait \{pending = 1\}",
                                         r"dot_wait .*\{pending = 1\}", r"dot_op<0, 2, mma<\[8, 1\]>>",
-                                        r"16 x wgmma\.mma_async\.sync\.aligned\.m64n64k16", r"\d+ x cp\.async\.cg"]),
+                                        r"8 x wgmma\.mma_async\.sync\.aligned\.m64n128k16", r"\d+ x cp\.async\.cg"]),
     "04_layer_norm.py": (15, [r"atomic_cas %Lock", r"\d+ x atom\.[\w.]*cas", r"= reduce \[%_var\]"]),
-    "05_fused_attention.py": (4, [r"\d+ x wgmma\.mma_async\.sync\.aligned\.m64n64k16", r"= reduce \["]),
+    "05_fused_attention.py": (4, [r"\d+ x wgmma\.mma_async\.sync\.aligned\.m64n\d+k16", r"= reduce \["]),
 }
 
 

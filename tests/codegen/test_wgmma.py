@@ -92,10 +92,10 @@ def _matmul_ptx(target: str, a_strides=(4096, 1), b_strides=(4096, 1), block=(12
 ], ids=["a_rows-b_rows", "a_cols-b_cols"])
 def test_tutorial_matmul_runs_on_wgmma_for_sm_90a(a_strides, b_strides, bits):
     ptx = _matmul_ptx("sm_90a", a_strides, b_strides)
-    instructions = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 .*", ptx)
-    # 128 rows over one warpgroup of 4 warps: two 64-row blocks, two 64-column
-    # instructions each (wgmma.MAX_N), per 16 of k=64
-    assert len(instructions) == 2 * 2 * 4
+    instructions = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 .*", ptx)
+    # 128 rows over one warpgroup of 4 warps: two 64-row blocks, one instruction
+    # for all 128 columns each, per 16 of k=64
+    assert len(instructions) == 2 * 4
     assert all(line.rstrip(";} \t").endswith(bits) for line in instructions), instructions[0]
     for needed in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "fence.proxy.async.shared::cta",
                    "cp.async.cg.shared.global"):
@@ -109,11 +109,12 @@ def test_tutorial_matmul_runs_on_wgmma_for_sm_90a(a_strides, b_strides, bits):
     assert result.spill_stores == 0 and result.spill_loads == 0
 
 
-def test_two_warpgroups_split_the_rows_and_wide_tiles_split_the_columns():
+def test_two_warpgroups_split_the_rows_and_one_instruction_takes_256_columns():
     """128 x 256 on 8 warps: each warpgroup one 64-row block, its 256 columns
-    as four 64-wide instructions (``wgmma.MAX_N``), per 16 of k=64."""
+    in one instruction (``wgmma.MAX_N``), per 16 of k=64."""
     ptx = _matmul_ptx("sm_90a", block=(128, 256, 64), warps=8)
-    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16", ptx)) == 4 * 4
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16", ptx)) == 4
+    assert "m64n64k16" not in ptx
 
 
 def test_plain_sm_90_stays_on_mma_sync():
@@ -193,7 +194,7 @@ def test_8bit_dots_run_on_wgmma_when_b_is_stored_along_k(dtype, b_along_k):
     """8-bit operands have no transpose bits: ``b`` stored along ``n`` stays on ``mma.sync``."""
     _, _, group_types, warp_types = EIGHT_BIT[dtype]
     ptx = _8bit_ptx(dtype, b_along_k, "sm_90a")
-    on_wgmma = f"wgmma.mma_async.sync.aligned.m64n64k32.{group_types} " in ptx
+    on_wgmma = f"wgmma.mma_async.sync.aligned.m64n128k32.{group_types} " in ptx
     assert on_wgmma == b_along_k
     assert (f"mma.sync.aligned.m16n8k32.row.col.{warp_types}" in ptx) == (not b_along_k)
     if on_wgmma and ptxas.find_ptxas() is not None:

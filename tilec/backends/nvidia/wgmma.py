@@ -58,10 +58,12 @@ from tilec.codegen_llvm.kernel import I32, I64, Ctx
 # The instruction's rows; its k is 32 bytes of operand (16 halves, 32 int8s).
 GROUP_M, K_BYTES = 64, 32
 WARPS_PER_GROUP = 4
-# The widest n tilec gives one instruction (the hardware takes up to 256):
-# 64-wide ones measured 0-4% faster than 256-wide on the H100 (256x128x64
-# matmul tiles, docs/internals.md), never slower.
-MAX_N = 64
+# The widest n tilec gives one instruction: the hardware's 256, so a
+# warpgroup covers its columns with one instruction per 64 rows and k step.
+# Against 64-wide ones, benchmarks/matmul.py on the H100 (2026-11-25,
+# benchmarks/results/hopper_2026-11-25/): 0.82-0.87x -> 0.89-0.98x cuBLAS at
+# 4096^3/8192^3 fp16/bf16 (docs/internals.md).
+MAX_N = 256
 # The descriptor's swizzle-mode field by atom row bytes.
 SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
 # Operand type -> the instruction's type suffix (accumulator first).
