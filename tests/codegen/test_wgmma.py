@@ -210,3 +210,38 @@ def test_fp8_dots_before_hopper(dtype, target, instruction):
     ptx = _8bit_ptx(dtype, False, target)
     assert instruction.format(EIGHT_BIT[dtype][3]) in ptx
     assert "wgmma" not in ptx
+
+
+@tilec.jit
+def invariant_a(q_ptr, k_ptr, c_ptr, N, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    """``q`` loaded once, dotted with every block of ``k`` (attention's first dot)."""
+    offs_m, offs_n, offs_d = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+    acc = tl.zeros((BM, BN), tl.float32)
+    for start in range(0, N, BN):
+        kt = tl.load(k_ptr + offs_d[:, None] + (start + offs_n)[None, :] * D)
+        acc += tl.dot(q, kt)
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_90"])
+def test_a_loop_invariant_a_is_read_by_wgmma_from_shared_memory(target):
+    """sm_90a stores ``q`` once into a swizzled buffer before the loop and
+    each dot reads it through a descriptor (no ``ldmatrix``, no registers
+    held across the loop); sm_90's ``mma.sync`` keeps it in registers."""
+    q, k = np.empty((128, 128), np.float16), np.empty((1024, 128), np.float16)
+    c = np.empty((128, 64), np.float32)
+    compiled = invariant_a.compile(q, k, c, 1024, BM=128, BN=64, D=128, num_warps=8, num_stages=3, target=target)
+    tir, ptx = compiled.asm["tir-gpu"], compiled.asm["ptx"]
+    staged = target == "sm_90a"
+    before, loop = tir.split("for ", 1)
+    assert (re.search(r"%q\S*_smem = local_alloc \{shape = \(1, 128, 128\)", before) is not None) == staged, tir
+    assert ("local_store" in before and "barrier" in before.split("local_store")[-1]) == staged
+    assert ("ldmatrix" in ptx) == (not staged)
+    if staged:
+        assert re.search(r"local_load %q\S*_smem", loop) and "fence.proxy.async.shared::cta" in ptx
+        instructions = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 .*", ptx)
+        # a and b both descriptors (two 64-bit registers) after the accumulator's braces
+        assert len(instructions) == 8 and all(re.search(r"\}, %rd\d+, %rd\d+, p,", i) for i in instructions)
+        if ptxas.find_ptxas() is not None:
+            assert ptxas.assemble(ptx, "sm_90a").spill_stores == 0

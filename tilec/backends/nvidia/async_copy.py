@@ -26,7 +26,7 @@ from tilec.codegen_llvm.elementwise import constant
 from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset, coordinates
 from tilec.codegen_llvm.memory import _guarded, access_width
 from tilec.codegen_llvm.scalar_base import llvm_type
-from tilec.codegen_llvm.shared_buffers import slot_base, swizzled_offset
+from tilec.codegen_llvm.shared_buffers import local_store, slot_base, swizzled_offset
 from tilec.backends.nvidia.mma import OperandReader, ldmatrix_fits, load_shared_tile
 
 CP_ASYNC_BYTES = (4, 8, 16)
@@ -46,6 +46,15 @@ def _local_load(ctx: Ctx, op: ir.LocalLoad) -> None:
         ctx.defer(op.result, OperandReader(ctx, base, buf.layout, buf.shape, buf.elem, dst))
         return
     ctx.bind(op.results, [load_shared_tile(ctx, base, buf.layout, buf.shape, buf.elem, dst)])
+
+
+@lowers(ir.LocalStore)
+def _local_store(ctx: Ctx, op: ir.LocalStore) -> None:
+    """Registers into a slot; where the tensor cores may read it through the
+    async proxy (``shared_operands.py``, ``wgmma.py``), made visible to it."""
+    local_store(ctx, op)
+    if ctx.target.group_matrix_instructions:
+        _asm(ctx, "fence.proxy.async.shared::cta;")
 
 
 @lowers(ir.AsyncCopy)

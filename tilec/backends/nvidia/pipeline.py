@@ -206,11 +206,16 @@ class _Pipeliner(StageEmitter):
 
 
 def buffer_layout(load: ir.Load, slots: int) -> Shared:
-    """The layout of ``load``'s buffer of ``slots`` slots: swizzled along the
-    dim its blocked layout holds contiguous (row-major without one)."""
+    """The layout of ``load``'s buffer of ``slots`` slots (``swizzled_buffer_layout``)."""
     t = load.ptr.type
-    order = t.layout.order if isinstance(t.layout, Blocked) else tuple(reversed(range(len(t.shape))))
-    return swizzled_layout((slots,) + t.shape, tuple(d + 1 for d in order) + (0,), t.elem.elem.bytes)
+    return swizzled_buffer_layout(t.shape, t.layout, t.elem.elem.bytes, slots)
+
+
+def swizzled_buffer_layout(shape: tuple, layout, elem_bytes: int, slots: int) -> Shared:
+    """A buffer of ``slots`` tiles of ``shape`` held in registers in ``layout``:
+    swizzled along the dim a blocked layout holds contiguous (row-major without one)."""
+    order = layout.order if isinstance(layout, Blocked) else tuple(reversed(range(len(shape))))
+    return swizzled_layout((slots,) + tuple(shape), tuple(d + 1 for d in order) + (0,), elem_bytes)
 
 
 def _operand_buffer_layout(stages: LoopStages, v: Value) -> Optional[Shared]:
