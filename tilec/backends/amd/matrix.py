@@ -59,16 +59,16 @@ from typing import Optional
 from llvmlite import ir as llir
 
 from tilec import ir
-from tilec.ir.layouts import Blocked, Layout, Shared, register_offsets
+from tilec.ir.layouts import Blocked, Layout, Shared, register_offsets, vector_runs
 from tilec.ir.types import ScalarType, elem_type, f32
 from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.backends.amd.target import arch_facts
 from tilec.codegen_llvm.dot import fma_dot
-from tilec.codegen_llvm.kernel import I32, Ctx, byte_offset
+from tilec.codegen_llvm.kernel import I32, Ctx, byte_offset, thread_bases
+from tilec.codegen_llvm.memory import _pack, _to_memory
 from tilec.codegen_llvm.scalar_base import llvm_type, memory_type
 from tilec.codegen_llvm.shared_buffers import local_load, read_shared_tile, slot_base, swizzled_offset
-from tilec.codegen_llvm.shuffle import stage_in_smem
 
 RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the AMD backend's for the given op classes.")
 
@@ -422,7 +422,7 @@ def _local_load(ctx: Ctx, op: ir.LocalLoad) -> None:
 def _operands_in_lds(ctx: Ctx, op: ir.Dot, plan: DotPlan) -> list[LdsOperand]:
     """``a`` and ``b`` in LDS: a buffer's slot where the operand is one
     (``_local_load``) that holds the fragments whole, else written here to
-    scratch, ``a`` row-major and ``b`` column-major (``stage_in_smem``)."""
+    scratch, ``a`` row-major and ``b`` column-major (``_stage``)."""
     out: list = [None, None]
     staged = []
     for i, v in enumerate((op.a, op.b)):
@@ -432,11 +432,47 @@ def _operands_in_lds(ctx: Ctx, op: ir.Dot, plan: DotPlan) -> list[LdsOperand]:
         else:
             staged.append(i)
     values = [(op.a, op.b)[i] for i in staged]
-    bases = stage_in_smem(ctx, [(ctx[v], v.type) for v in values],
-                          column_major=(staged.index(1),) if 1 in staged else ()) if staged else []
+    bases = _stage(ctx, [(ctx[v], v.type, i == 1) for i, v in zip(staged, values)]) if staged else []
     for i, v, base in zip(staged, values, bases):
         out[i] = LdsOperand(base, Shared(1, 1, 1, (1 - i, i)), v.type.shape)
     return out
+
+
+def _stage(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
+    """Write each 2-D ``(regs, type, column_major)`` into a region of its own
+    of the scratch buffer, row-major or column-major (what
+    ``shuffle.stage_in_smem`` writes); after a barrier, return the regions'
+    start pointers.  Each lane's stores go to one address of its own (its
+    first coordinates') plus constants, which the LDS stores take as their
+    immediate offsets, and a row-major tile's consecutive registers go as one
+    vector: staged with an address computed per register, K loops kept
+    dozens of loop-invariant LDS addresses live in VGPRs (gfx1100 spilled them)."""
+    b = ctx.b
+    starts, offset = [], 0
+    for _, t, _ in tiles:
+        starts.append(offset)
+        offset += -(-t.numel * elem_type(t).bytes // 16) * 16
+    base = ctx.smem(offset)
+    ctx.barrier()
+    regions = []
+    for (regs, t, column_major), start in zip(tiles, starts):
+        (rows, cols), elem = t.shape, elem_type(t)
+        size = elem.bytes
+        strides = (1, rows) if column_major else (cols, 1)
+        region = byte_offset(b, base, start)
+        first = thread_bases(ctx, t.layout, t.shape)
+        lane = byte_offset(b, region, b.mul(b.add(b.mul(first[0], I32(strides[0])),
+                                                  b.mul(first[1], I32(strides[1]))), I32(size)))
+        offsets = register_offsets(t.layout, t.shape)
+        runs = ([(r, 1) for r in range(len(offsets))] if column_major else
+                vector_runs(t.layout, t.shape, max(1, ctx.target.max_vector_bytes // size), ctx.target.warp_size))
+        for r, width in runs:
+            values = [_to_memory(ctx, v, elem) for v in regs[r:r + width]]
+            at = (offsets[r][0] * strides[0] + offsets[r][1] * strides[1]) * size
+            b.store(_pack(ctx, values), byte_offset(b, lane, at) if at else lane, align=size * width)
+        regions.append(region)
+    ctx.barrier()
+    return regions
 
 
 def _vector(b: llir.IRBuilder, values: list, elem: llir.Type):
