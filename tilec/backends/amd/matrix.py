@@ -305,11 +305,14 @@ def matrix_dot(ctx: Ctx, op: ir.Dot) -> None:
     elem = elem_type(a_t)
     a_rows = [_a_row(ctx, plan, lane_t, w0, q) for q in range(m // (tile * plan.wm))]
     b_cols = [_b_col(ctx, plan, lane_t, w1, c) for c in range(n // (tile * plan.wn))]
+    read_a = _reader(ctx, a_src, (a_rows[0], _first_k(ctx, plan, group, 0)), plan.inst, elem)
+    read_b = _reader(ctx, b_src, (_first_k(ctx, plan, group, 0), b_cols[0]), plan.inst, elem)
     for k0 in range(0, k_dim, plan.inst.k):
         first_k = _first_k(ctx, plan, group, k0)
-        a_frags = [_fragment(ctx, a_src, (row, first_k), plan.inst, elem) for row in a_rows]
+        # rows of instruction row q: q * tile * wm past row 0's (``_a_row``); columns likewise
+        a_frags = [read_a((row, first_k), (q * tile * plan.wm, k0)) for q, row in enumerate(a_rows)]
         for c, col in enumerate(b_cols):  # one column's fragment at a time: fewer registers live
-            b_frag = _fragment(ctx, b_src, (first_k, col), plan.inst, elem)
+            b_frag = read_b((first_k, col), (k0, c * tile * plan.wn))
             for q, a_frag in enumerate(a_frags):
                 regs = [index[_register_offset(plan, e, q, c)] for e in range(plan.kind.results)]
                 c_vec = _vector(b, [acc[r] for r in regs], acc_type)
@@ -366,14 +369,38 @@ def _register_offset(plan: DotPlan, e: int, q: int, c: int) -> tuple[int, int]:
     return (e % spt + r * plan.wm * (e // spt + kind.tile // r * q), kind.tile * plan.wn * c)
 
 
+def _reader(ctx: Ctx, src: "LdsOperand", first: tuple, inst: Instruction, elem):
+    """``read(coords, delta)``: a lane's fragment at matrix coordinates
+    ``coords`` (i32 values), which are ``first``'s plus ``delta`` (ints).  In
+    an unswizzled matrix (what the dot staged itself) every fragment is at
+    one address a lane plus a constant, which LDS loads take as their
+    immediate offset (an address each kept one VGPR each live: RDNA spilled
+    them); in a swizzled one the XOR makes each address its own."""
+    if src.layout.max_phase != 1:
+        return lambda coords, delta: _fragment(ctx, src, coords, inst, elem)
+    size = max(1, elem.bits // 8)
+    base = byte_offset(ctx.b, src.base, swizzled_offset(ctx, src.layout, src.shape, first, size))
+
+    def read(coords, delta):
+        at = src.layout.unswizzled_offset(src.shape, delta) * size
+        return _load_fragment(ctx, byte_offset(ctx.b, base, at) if at else base, inst, elem)
+    return read
+
+
 def _fragment(ctx: Ctx, src: "LdsOperand", coords: tuple, inst: Instruction, elem):
     """A lane's operand: ``inst.width`` consecutive elements along ``k`` of an
     operand in LDS, from matrix coordinates ``coords``, as one vector load
     (aligned: the ``k`` is a multiple of the width, which a swizzle chunk
     holds whole), in the type the intrinsic takes."""
+    size = max(1, elem.bits // 8)
+    address = byte_offset(ctx.b, src.base, swizzled_offset(ctx, src.layout, src.shape, coords, size))
+    return _load_fragment(ctx, address, inst, elem)
+
+
+def _load_fragment(ctx: Ctx, address, inst: Instruction, elem):
+    """The ``inst.width`` elements at ``address`` as one vector load, in the type the intrinsic takes."""
     b, size = ctx.b, max(1, elem.bits // 8)
     loaded = _vec(memory_type(elem), inst.width)
-    address = byte_offset(b, src.base, swizzled_offset(ctx, src.layout, src.shape, coords, size))
     value = b.load(address, typ=loaded, align=min(16, inst.width * size))
     return value if str(loaded) == str(inst.fragment) else b.bitcast(value, inst.fragment)
 
