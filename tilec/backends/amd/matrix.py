@@ -250,11 +250,6 @@ def candidates(op: ir.Dot, target: Target) -> list[tuple[MatrixKind, Instruction
     return out
 
 
-def instruction_for(op: ir.Dot, target: Target, kind: MatrixKind) -> Optional[Instruction]:
-    """The first instruction of ``kind`` that ``target`` has for ``op``'s types (None: none)."""
-    return next((inst for k, inst in candidates(op, target) if k is kind), None)
-
-
 class AmdMatrixUnit:
     """The ``tilec.opt.layouts.MatrixUnit`` of an arch: operands in any layout
     (they go through LDS), the result in the plan's accumulator layout."""
