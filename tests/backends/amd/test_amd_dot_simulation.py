@@ -23,6 +23,7 @@ from tilec.backends.amd import matrix
 from tilec.backends.amd.stages import Build, assign_gpu_layouts
 from tilec.backends.amd.target import amdgpu_target
 from tilec.codegen_llvm.kernel import layout_coordinates
+from tilec.codegen_llvm.shared_buffers import store_shared_tile
 from tilec.ir.parser import parse_function
 from tilec.ir.printer import print_function
 from tilec.ir.types import elem_type
@@ -168,8 +169,11 @@ DOT = """func @dot(%x: {a}, %y: {a}, %c_ptr: ptr<{acc}> {{divisibility = 16}}) {
 """
 
 
-def simulate_dot(arch: str, a: str, acc: str, m: int, n: int, k: int, num_warps: int) -> list[str]:
-    """Run the dot rule for ``arch`` on a laid-out ``m x k @ k x n`` dot; returns the intrinsics it called."""
+def simulate_dot(arch: str, a: str, acc: str, m: int, n: int, k: int, num_warps: int,
+                 buffered: tuple = ()) -> list[str]:
+    """Run the dot rule for ``arch`` on a laid-out ``m x k @ k x n`` dot; returns the intrinsics it called.
+    The operands in ``buffered`` (0: ``a``, 1: ``b``) come from a swizzled LDS buffer, as the stream
+    pipeliner's and ``lds_operands.py``'s do: written by the ``local_store`` rule, read in place."""
     target = amdgpu_target(arch)
     fn = parse_function(DOT.format(a=a, acc=acc, m=m, n=n, k=k))
     options = Options(num_warps=num_warps)
@@ -185,9 +189,19 @@ def simulate_dot(arch: str, a: str, acc: str, m: int, n: int, k: int, num_warps:
     for v, matrix_ in ((op.a, A), (op.b, B)):
         elem = matrix.llvm_type(elem_type(v.type))
         ctx.env[v] = [V(matrix_[_x(r), _x(c)], elem) for r, c in layout_coordinates(ctx, v.type.layout, v.type.shape)]
+    plan = matrix.planned(op, target, num_warps)
+    for side in buffered:
+        v = (op.a, op.b)[side]
+        layout = matrix.lds_layout(plan, side, v.type.shape, elem_type(v.type))
+        base = V(np.full(threads, (side + 1) << 20))  # apart, and away from the dot's own scratch at 0
+        vector = target.max_vector_bytes // elem_type(v.type).bytes
+        store_shared_tile(ctx, ctx.env.pop(v), v.type, base, layout, (1,) + v.type.shape, vector)
+        assert layout.max_phase > 1 or v.type.shape[1 - side] * elem_type(v.type).bytes <= 16, "not swizzled"
+        ctx.deferred[v] = matrix.SlotOperand(base, layout, v.type.shape, ctx, None)
     ctx.env[op.acc] = [V(np.zeros(threads), matrix.llvm_type(elem_type(op.acc.type)))] * len(
         layout_coordinates(ctx, op.acc.type.layout, op.acc.type.shape))
     matrix.matrix_dot(ctx, op)
+    assert not ctx.deferred, "a buffered operand the dot did not read in place"
     got = np.full((m, n), np.nan)
     for reg, (r, c) in zip(ctx[op.result], layout_coordinates(ctx, op.result.type.layout, op.result.type.shape)):
         for row, col, value in zip(*np.broadcast_arrays(_x(r), _x(c), reg.x)):
@@ -219,6 +233,15 @@ def simulate_dot(arch: str, a: str, acc: str, m: int, n: int, k: int, num_warps:
 def test_the_dot_rule_computes_a_times_b_on_the_instruction_model(arch, a, acc, m, n, k, warps, intrinsic):
     calls = simulate_dot(arch, a, acc, m, n, k, warps)
     assert set(calls) == {f"llvm.amdgcn.{intrinsic}"}
+
+
+@pytest.mark.parametrize("arch, a, acc, m, n, k, warps", [
+    ("gfx942", "f16", "f32", 64, 64, 64, 4), ("gfx942", "f8e4b8", "f32", 32, 32, 128, 4),
+    ("gfx950", "f16", "f32", 64, 64, 64, 4), ("gfx950", "bf16", "f32", 16, 64, 64, 4),
+    ("gfx1100", "f16", "f32", 32, 64, 64, 4), ("gfx1201", "f16", "f32", 64, 32, 64, 4)])
+@pytest.mark.parametrize("buffered", [(0,), (1,), (0, 1)])
+def test_operands_read_in_place_from_a_swizzled_buffer(arch, a, acc, m, n, k, warps, buffered):
+    simulate_dot(arch, a, acc, m, n, k, warps, buffered)
 
 
 def test_the_simulation_catches_a_wrong_fragment_offset(monkeypatch):
