@@ -18,6 +18,7 @@ import pytest
 from llvmlite import ir as llir
 
 from backends.amd.test_amd_matrix import operand_k, result_row
+from kernels.attention import _attn_fwd
 from tilec import ir
 from tilec.backends.amd import matrix
 from tilec.backends.amd.stages import Build, assign_gpu_layouts
@@ -179,6 +180,13 @@ def simulate_dot(arch: str, a: str, acc: str, m: int, n: int, k: int, num_warps:
     options = Options(num_warps=num_warps)
     laid = assign_gpu_layouts(fn, Build(target, options, KernelMetadata("dot", arch, num_warps, 1)))
     op = next(o for o in ir.walk(parse_function(print_function(laid)).body) if isinstance(o, ir.Dot))
+    return run_dot_rule(arch, op, num_warps, buffered)
+
+
+def run_dot_rule(arch: str, op: ir.Dot, num_warps: int, buffered: tuple = ()) -> list[str]:
+    """``simulate_dot`` on ``op``, a dot of laid-out tile IR (its operands' registers made up here)."""
+    target = amdgpu_target(arch)
+    (m, k), n = op.a.type.shape, op.b.type.shape[1]
     assert matrix.planned(op, target, num_warps) is not None, "the dot is not on the matrix unit"
     threads = num_warps * target.warp_size
     b = Simt()
@@ -244,6 +252,19 @@ def test_operands_read_in_place_from_a_swizzled_buffer(arch, a, acc, m, n, k, wa
     simulate_dot(arch, a, acc, m, n, k, warps, buffered)
 
 
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950", "gfx1100", "gfx1201"])
+def test_the_attentions_dots_as_laid_out(arch):
+    # q @ kᵀ: kᵀ loaded along k, so staged column-major a vector at a time; p @ v
+    f16, f32 = np.zeros(1 << 16, np.float16), np.zeros(1 << 16, np.float32)
+    strides = (4 * 64 * 64, 64 * 64, 64) * 4
+    compiled = _attn_fwd.compile(f16, f16, f16, 0.125, f16, f32, 4, 64, *strides, HEAD_DIM=64, BLOCK_M=64,
+                                 BLOCK_N=32, CAUSAL=False, num_warps=4, num_stages=1, target=arch)
+    dots = [o for o in ir.walk(parse_function(compiled.asm["tir-gpu"]).body) if isinstance(o, ir.Dot)]
+    assert len(dots) >= 2
+    for op in dots:
+        run_dot_rule(arch, op, 4)
+
+
 def test_the_simulation_catches_a_wrong_fragment_offset(monkeypatch):
     right = matrix._reader
 
@@ -261,3 +282,13 @@ def test_the_simulation_catches_b_staged_row_major(monkeypatch):
     monkeypatch.setattr(matrix, "_stage", lambda ctx, tiles: right(ctx, [(r, t, False) for r, t, _ in tiles]))
     with pytest.raises(AssertionError):
         simulate_dot("gfx942", "f16", "f32", 32, 32, 32, 4)
+
+
+def test_a_column_major_staging_stores_runs_along_k_as_vectors():
+    from tilec.ir.layouts import Blocked
+
+    ctx = SimpleNamespace(num_warps=4, target=amdgpu_target("gfx1100"))
+    k_t = Blocked((8, 1), (8, 4), (1, 4), (0, 1))  # the attention's kᵀ, loaded along k (dim 0)
+    assert {w for _, w in matrix._column_runs(k_t, (64, 32), 8, ctx)} == {8}
+    along_n = Blocked((1, 8), (4, 8), (4, 1), (1, 0))  # a b loaded along n: one element at a time
+    assert {w for _, w in matrix._column_runs(along_n, (64, 32), 8, ctx)} == {1}

@@ -59,7 +59,7 @@ from typing import Optional
 from llvmlite import ir as llir
 
 from tilec import ir
-from tilec.ir.layouts import Blocked, Layout, Shared, register_offsets, vector_runs
+from tilec.ir.layouts import Blocked, Layout, Shared, register_offsets, replicating, thread_bits, vector_runs
 from tilec.ir.types import ScalarType, elem_type, f32
 from tilec.rules import registry
 from tilec.targets.base import Target
@@ -466,8 +466,8 @@ def _stage(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
     ``shuffle.stage_in_smem`` writes); after a barrier, return the regions'
     start pointers.  Each lane's stores go to one address of its own (its
     first coordinates') plus constants, which the LDS stores take as their
-    immediate offsets, and a row-major tile's consecutive registers go as one
-    vector: staged with an address computed per register, K loops kept
+    immediate offsets, and registers consecutive along the matrix's fast dim
+    go as one vector: staged with an address computed per register, K loops kept
     dozens of loop-invariant LDS addresses live in VGPRs (gfx1100 spilled them)."""
     b = ctx.b
     starts, offset = [], 0
@@ -486,8 +486,9 @@ def _stage(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
         lane = byte_offset(b, region, b.mul(b.add(b.mul(first[0], I32(strides[0])),
                                                   b.mul(first[1], I32(strides[1]))), I32(size)))
         offsets = register_offsets(t.layout, t.shape)
-        runs = ([(r, 1) for r in range(len(offsets))] if column_major else
-                vector_runs(t.layout, t.shape, max(1, ctx.target.max_vector_bytes // size), ctx.target.warp_size))
+        limit = max(1, ctx.target.max_vector_bytes // size)
+        runs = (_column_runs(t.layout, t.shape, limit, ctx) if column_major else
+                vector_runs(t.layout, t.shape, limit, ctx.target.warp_size))
         for r, width in runs:
             values = [_to_memory(ctx, v, elem) for v in regs[r:r + width]]
             at = (offsets[r][0] * strides[0] + offsets[r][1] * strides[1]) * size
@@ -495,6 +496,26 @@ def _stage(ctx: Ctx, tiles: list[tuple]) -> list[llir.Value]:
         regions.append(region)
     ctx.barrier()
     return regions
+
+
+def _column_runs(layout: Layout, shape: tuple, limit: int, ctx: Ctx) -> list[tuple[int, int]]:
+    """``vector_runs`` for a column-major matrix: ``(first register, count)``
+    groups of registers holding consecutive rows of one column (``kᵀ`` loaded
+    along ``k``), starting at a multiple of ``count`` rows, at most the least
+    row a lane or warp bit adds (so every thread's run is aligned)."""
+    offsets = register_offsets(layout, shape)
+    steps = [t.value for t in thread_bits(layout, shape, ctx.num_warps, ctx.target.warp_size)
+             if t.dim == 0 and not replicating(t, shape)]
+    limit = min(limit, min(steps, default=shape[0]))
+    runs, i = [], 0
+    while i < len(offsets):
+        width = limit
+        while width > 1 and not (i + width <= len(offsets) and offsets[i][0] % width == 0 and all(
+                offsets[i + j] == (offsets[i][0] + j, offsets[i][1]) for j in range(width))):
+            width //= 2
+        runs.append((i, width))
+        i += width
+    return runs
 
 
 def _vector(b: llir.IRBuilder, values: list, elem: llir.Type):
