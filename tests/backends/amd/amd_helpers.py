@@ -6,7 +6,7 @@ import pytest
 from tilec.backends.amd import lld
 from tilec.backends.amd.elf import read_code_object
 
-ARCHS_CHECKED = ("gfx90a", "gfx942", "gfx1100")  # CDNA2, CDNA3 (64-lane waves), RDNA3 (32-lane waves)
+ARCHS_CHECKED = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201")  # CDNA2-4 (64-lane waves), RDNA3-4 (32)
 needs_lld = pytest.mark.skipif(lld.find_lld() is None, reason="no ld.lld (pip install ziglang, or set TILEC_LLD)")
 
 

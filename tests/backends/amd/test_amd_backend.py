@@ -53,7 +53,7 @@ def test_vector_add_links_into_a_code_object_for_the_arch(arch):
                                                               ELFABIVERSION_AMDGPU_HSA_V5)
     assert code.mach == MACH[arch] and code.undefined == ()
     assert meta[".name"] == "add_kernel" and meta[".symbol"] == "add_kernel.kd"
-    wave = 32 if arch == "gfx1100" else 64
+    wave = 32 if arch.startswith("gfx1") else 64
     assert meta[".wavefront_size"] == wave and meta[".max_flat_workgroup_size"] == 4 * wave
     assert meta[".group_segment_fixed_size"] == 0 and meta[".private_segment_fixed_size"] == 0
     assert meta[".vgpr_count"] > 0 and meta[".sgpr_count"] > 0
@@ -67,10 +67,10 @@ def test_vector_add_links_into_a_code_object_for_the_arch(arch):
 def test_aligned_accesses_are_16_byte_global_loads_and_stores(arch):
     compiled, _, _ = compile_amd(add_kernel, *vectors(), BLOCK_SIZE=1024, num_warps=4, target=arch)
     asm = compiled.asm["asm"]
-    load, store = ("global_load_b128", "global_store_b128") if arch == "gfx1100" else (
+    load, store = ("global_load_b128", "global_store_b128") if arch.startswith("gfx1") else (
         "global_load_dwordx4", "global_store_dwordx4")
     # 1024 f32 over 4 waves: each lane moves 4 (wave 64) or 8 (wave 32) of x and y in 16-byte pieces
-    pieces = 1024 // (4 * (32 if arch == "gfx1100" else 64) * 4)
+    pieces = 1024 // (4 * (32 if arch.startswith("gfx1") else 64) * 4)
     assert asm.count(load) == 2 * pieces and asm.count(store) == pieces
     assert scratch_instructions(asm) == [] and "flat_load" not in asm
 

@@ -19,7 +19,7 @@ from backends.amd.amd_helpers import compile_amd, compile_tile_ir, needs_lld, sc
 from kernels.attention import _attn_fwd
 from kernels.matmul import matmul_kernel
 from tilec.backends.amd import matrix
-from tilec.backends.amd.matrix import MFMA, TILE, WMMA, DotPlan
+from tilec.backends.amd.matrix import MFMA, MFMA32, WMMA, WMMA12, DotPlan
 from tilec.ir.layouts import register_offsets, thread_bits
 
 
@@ -36,25 +36,55 @@ class IntBuilder:
     def lshr(self, x, y): return self._v(x) >> self._v(y)
 
 
+def operand_k(kind, depth: int, lane: int, j: int) -> int:
+    """The ``k`` of element ``j`` of lane ``lane``'s operand fragments of an
+    instruction of depth ``depth``, from AMD's ISA documents (the same for
+    ``a`` and ``b``, so the model holds for any order of ``k`` inside a lane
+    group the hardware may use): MFMA 16x16xK: lanes 16*g..16*g+15 hold
+    k = (K/4)*g + j; MFMA 32x32xK (gfx950): lanes 32*g..32*g+31 hold
+    k = (K/2)*g + j; RDNA3's WMMA: every lane holds all 16 (lanes 16-31 a
+    copy); RDNA4's WMMA: lanes 16*g..16*g+15 hold k = 8*g + j."""
+    if kind is MFMA:
+        return depth // 4 * (lane // 16) + j
+    if kind is MFMA32:
+        return depth // 2 * (lane // 32) + j
+    if kind is WMMA:
+        return j
+    assert kind is WMMA12
+    return 8 * (lane // 16) + j
+
+
+def result_row(kind, lane: int, e: int) -> int:
+    """The row of result register ``e`` of lane ``lane`` (its column: ``lane
+    % tile``), from AMD's ISA documents: MFMA 16x16: 4*(l//16) + e; MFMA
+    32x32: 8*(e//4) + 4*(l//32) + e%4 (e < 16); RDNA3's WMMA: 2*e + l//16;
+    RDNA4's WMMA: 8*(l//16) + e (e < 8)."""
+    if kind is MFMA:
+        return 4 * (lane // 16) + e
+    if kind is MFMA32:
+        return 8 * (e // 4) + 4 * (lane // 32) + e % 4
+    if kind is WMMA:
+        return 2 * e + lane // 16
+    assert kind is WMMA12
+    return 8 * (lane // 16) + e
+
+
 def hardware(plan, a_frags, b_frags):
     """What one instruction computes, from AMD's ISA documents: ``a_frags[l]``
     and ``b_frags[l]`` are lane ``l``'s operand vectors; returns the results
-    per lane.  MFMA 16x16xK (w = K/4 elements a lane): lane l holds
-    A[l%16][w*(l//16)+j], B[w*(l//16)+j][l%16] and D[4*(l//16)+e][l%16].
-    WMMA 16x16x16 (RDNA3): lane l holds A[l%16][j], B[j][l%16] (lanes 16-31
-    the same) and D[2*e+l//16][l%16]."""
-    kind, width = plan.kind, plan.inst.width
-    a, b = np.full((TILE, plan.inst.k), np.nan), np.full((plan.inst.k, TILE), np.nan)
+    per lane.  Lane l holds A[l % tile][k] and B[k][l % tile] at the ``k``
+    of ``operand_k``, and result ``e`` at D[result_row(l, e)][l % tile]."""
+    kind, width, tile = plan.kind, plan.inst.width, plan.kind.tile
+    a, b = np.full((tile, plan.inst.k), np.nan), np.full((plan.inst.k, tile), np.nan)
     for lane, (fa, fb) in enumerate(zip(a_frags, b_frags)):
         for j in range(width):
-            k = width * (lane // 16) + j if kind is MFMA else j
-            for m, x, i, jj in ((a, fa[j], lane % 16, k), (b, fb[j], k, lane % 16)):
+            k = operand_k(kind, plan.inst.k, lane, j)
+            for m, x, i, jj in ((a, fa[j], lane % tile, k), (b, fb[j], k, lane % tile)):
                 assert np.isnan(m[i, jj]) or m[i, jj] == x, "two lanes disagree on one operand element"
                 m[i, jj] = x
     assert not np.isnan(a).any() and not np.isnan(b).any(), "an operand element no lane holds"
     d = a @ b
-    rows = (lambda lane, e: 4 * (lane // 16) + e) if kind is MFMA else (lambda lane, e: 2 * e + lane // 16)
-    return [[d[rows(lane, e), lane % 16] for e in range(kind.results)] for lane in range(len(a_frags))]
+    return [[d[result_row(kind, lane, e), lane % tile] for e in range(kind.results)] for lane in range(len(a_frags))]
 
 
 def simulate(plan: DotPlan, m: int, n: int, k: int, wave: int) -> None:
@@ -67,18 +97,18 @@ def simulate(plan: DotPlan, m: int, n: int, k: int, wave: int) -> None:
     index = {off: i for i, off in enumerate(offsets)}
     bits = thread_bits(layout, (m, n), num_warps, wave)
     got = np.full((m, n), np.nan)
-    v, width = IntBuilder._v, plan.inst.width
+    v, width, tile = IntBuilder._v, plan.inst.width, plan.kind.tile
     for warp in range(num_warps):
         w0, w1 = warp // plan.wn, warp % plan.wn
         acc = [[0.0] * len(offsets) for _ in range(wave)]
         for k0 in range(0, k, plan.inst.k):
-            for q in range(m // (TILE * plan.wm)):
-                for c in range(n // (TILE * plan.wn)):
+            for q in range(m // (tile * plan.wm)):
+                for c in range(n // (tile * plan.wn)):
                     a_frags, b_frags = [], []
                     for lane in range(wave):
-                        row = v(matrix._a_row(ctx, plan, lane % 16, w0, q))
-                        col = v(matrix._b_col(ctx, plan, lane % 16, w1, c))
-                        first = v(matrix._first_k(ctx, plan, lane >> 4, k0))
+                        row = v(matrix._a_row(ctx, plan, lane % tile, w0, q))
+                        col = v(matrix._b_col(ctx, plan, lane % tile, w1, c))
+                        first = v(matrix._first_k(ctx, plan, lane // tile, k0))
                         a_frags.append([A[row, first + j] for j in range(width)])
                         b_frags.append([B[first + j, col] for j in range(width)])
                     for lane, results in enumerate(hardware(plan, a_frags, b_frags)):
@@ -95,7 +125,7 @@ def simulate(plan: DotPlan, m: int, n: int, k: int, wave: int) -> None:
 
 
 #: (family, instruction, wave size) of every instruction the codegen emits: the model covers each depth
-INSTRUCTIONS = [(kind, inst, 64 if kind is MFMA else 32) for kind in (MFMA, WMMA)
+INSTRUCTIONS = [(kind, inst, 64 if kind in (MFMA, MFMA32) else 32) for kind in (MFMA, MFMA32, WMMA, WMMA12)
                 for inst in dict.fromkeys(kind.instructions.values())]
 
 
@@ -103,7 +133,33 @@ INSTRUCTIONS = [(kind, inst, 64 if kind is MFMA else 32) for kind in (MFMA, WMMA
 @pytest.mark.parametrize("m, n, wm, wn", [(16, 16, 1, 1), (64, 32, 4, 1), (32, 64, 2, 2), (128, 64, 2, 4),
                                           (32, 128, 1, 8)])
 def test_every_result_lands_in_the_register_the_layout_says(kind, inst, wave, m, n, wm, wn):
-    simulate(DotPlan(kind, inst, wm, wn), m, n, 2 * inst.k, wave)
+    scale = kind.tile // 16  # the grids in tiles: 32x32 instructions cover twice the rows and columns
+    simulate(DotPlan(kind, inst, wm, wn), m * scale, n * scale, 2 * inst.k, wave)
+
+
+def test_the_model_catches_rdna3s_layouts_on_rdna4(monkeypatch):
+    plan = DotPlan(WMMA12, WMMA12.instructions["f16", 16], 2, 2)
+    simulate(plan, 32, 32, 32, 32)
+    # RDNA3's operands (every lane all 16 k from k0): lanes 16-31 never feed k 8-15
+    with monkeypatch.context() as patched:
+        patched.setattr(matrix, "_first_k", lambda ctx, plan, group, k0: k0)
+        with pytest.raises(AssertionError):
+            simulate(plan, 32, 32, 32, 32)
+    # RDNA3's result rows (2*e + l//16) for RDNA4's (8*(l//16) + e)
+    right = matrix._register_offset
+    monkeypatch.setattr(matrix, "_register_offset",
+                        lambda plan, e, q, c: (2 * plan.wm * (e + 8 * q), right(plan, e, q, c)[1]))
+    with pytest.raises((AssertionError, KeyError)):  # KeyError: a register the layout does not have
+        simulate(plan, 32, 32, 32, 32)
+
+
+def test_the_model_catches_a_32x32_result_read_as_16x16(monkeypatch):
+    plan = DotPlan(MFMA32, MFMA32.instructions["f16", 16], 2, 2)
+    simulate(plan, 64, 64, 32, 64)
+    # result e at row e of its pass (as 16x16's 4*(l//16) + e would have it), not 8*(e//4) + e%4
+    monkeypatch.setattr(matrix, "_register_offset", lambda plan, e, q, c: (e + 32 * plan.wm * q, 32 * plan.wn * c))
+    with pytest.raises((AssertionError, KeyError)):  # KeyError: a register the layout does not have
+        simulate(plan, 64, 64, 32, 64)
 
 
 def test_the_model_catches_a_wrong_register_mapping(monkeypatch):
@@ -133,34 +189,86 @@ def instructions(asm: str, prefix: str) -> dict:
     return {name: found.count(name) for name in set(found)}
 
 
+# (arch, instructions, the accumulator's layout): a 64x64 result over 4 waves and k = 64.  16x16
+# tiles: the 4 waves' rows x 4 column tiles x (64 / k) k steps, over 4 waves; gfx950's 32x32x16:
+# a 2x2 grid of waves, one 32x32 tile each, 4 k steps.
 @needs_lld
-@pytest.mark.parametrize("arch, expected", [
-    ("gfx90a", {"v_mfma_f32_16x16x16f16": 16}), ("gfx942", {"v_mfma_f32_16x16x16_f16": 16}),
-    ("gfx950", {"v_mfma_f32_16x16x16_f16": 16}), ("gfx1100", {"v_wmma_f32_16x16x16_f16": 16})])
-def test_an_f16_matmul_runs_on_the_matrix_unit(arch, expected):
-    # a 64x64 result over 4 waves and k = 64: 4 waves' rows x 4 column tiles x 4 k steps / 4 waves each
+@pytest.mark.parametrize("arch, expected, acc", [
+    ("gfx90a", {"v_mfma_f32_16x16x16f16": 16}, "blocked<[4, 1], [4, 16], [4, 1]"),
+    ("gfx942", {"v_mfma_f32_16x16x16_f16": 16}, "blocked<[4, 1], [4, 16], [4, 1]"),
+    ("gfx950", {"v_mfma_f32_32x32x16_f16": 4}, "blocked<[4, 1], [2, 32], [2, 2]"),
+    ("gfx1100", {"v_wmma_f32_16x16x16_f16": 16}, "blocked<[1, 1], [2, 16], [4, 1]"),
+    ("gfx1201", {"v_wmma_f32_16x16x16_f16": 16}, "blocked<[8, 1], [2, 16], [4, 1]")])
+def test_an_f16_matmul_runs_on_the_matrix_unit(arch, expected, acc):
     compiled, _, meta = matmul(arch, np.float16, 64, 64, 64, 4)
     assert instructions(compiled.asm["asm"], "v_(?:mfma|wmma)") == expected
     assert meta[".private_segment_fixed_size"] == 0 and scratch_instructions(compiled.asm["asm"]) == []
-    assert "blocked<[4, 1], [4, 16]" in compiled.asm["tir-gpu"] or arch == "gfx1100"
+    assert acc in compiled.asm["tir-gpu"]
 
 
 @needs_lld
-def test_bf16_and_rdna4_and_f32():
+def test_bf16_and_f32():
     import ml_dtypes
 
     bf, _, _ = matmul("gfx942", ml_dtypes.bfloat16, 64, 64, 32, 4)
     assert instructions(bf.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x16_bf16": 8}
     wmma_bf, _, _ = matmul("gfx1100", ml_dtypes.bfloat16, 64, 64, 32, 4)
     assert instructions(wmma_bf.asm["asm"], "v_wmma") == {"v_wmma_f32_16x16x16_bf16": 8}
+    rdna4_bf, _, _ = matmul("gfx1201", ml_dtypes.bfloat16, 64, 64, 32, 4)
+    assert instructions(rdna4_bf.asm["asm"], "v_wmma") == {"v_wmma_f32_16x16x16_bf16": 8}
+    cdna4_bf, _, _ = matmul("gfx950", ml_dtypes.bfloat16, 64, 64, 32, 4)
+    assert instructions(cdna4_bf.asm["asm"], "v_mfma") == {"v_mfma_f32_32x32x16_bf16": 2}
     # the tutorial's f32 dot is Triton's default tf32: xf32 on gfx942, 4 k steps of 8 per 32
     xf32, _, _ = matmul("gfx942", np.float32, 64, 64, 32, 4)
     assert instructions(xf32.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x8_xf32": 16}
-    rdna4, _, _ = matmul("gfx1201", np.float16, 64, 64, 32, 4)  # its WMMA layout is not checked yet: FMA units
-    f32, _, _ = matmul("gfx90a", np.float32, 64, 64, 32, 4)  # gfx90a has no xf32
-    for compiled in (rdna4, f32):
-        assert instructions(compiled.asm["asm"], "v_(?:mfma|wmma)") == {}
-        assert "v_fma" in compiled.asm["asm"] or "v_pk_fma" in compiled.asm["asm"]
+    for arch in ("gfx90a", "gfx950"):  # no xf32 (gfx950 dropped it)
+        f32, _, _ = matmul(arch, np.float32, 64, 64, 32, 4)
+        assert instructions(f32.asm["asm"], "v_(?:mfma|wmma)") == {}
+        assert "v_fma" in f32.asm["asm"] or "v_pk_fma" in f32.asm["asm"]
+
+
+@needs_lld
+def test_gfx950_takes_the_16x16x32_form_where_32x32_does_not_fit():
+    # 16 rows: no 32x32 tile; k = 32 steps of the 8-wide 16x16x32 form, one 16x16 tile a wave
+    compiled, _, _ = matmul("gfx950", np.float16, 16, 64, 32, 4)
+    assert instructions(compiled.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x32_f16": 1}
+    assert "<8 x half>" in compiled.asm["llir"]
+
+
+#: The intrinsics each arch's dots may call, by operand type: nothing else
+#: (an intrinsic the arch lacks aborts the process inside LLVM).
+ARCH_INTRINSICS = {
+    "gfx90a": {"f16": ["f32.16x16x16f16"], "bf16": ["f32.16x16x16bf16.1k"], "i8": ["i32.16x16x16i8"]},
+    "gfx942": {"f16": ["f32.16x16x16f16"], "bf16": ["f32.16x16x16bf16.1k"], "i8": ["i32.16x16x32.i8"],
+               "f32": ["f32.16x16x8.xf32"], "f8e4b8": ["f32.16x16x32.fp8.fp8"], "f8e5b16": ["f32.16x16x32.bf8.bf8"]},
+    "gfx950": {"f16": ["f32.32x32x16.f16", "f32.16x16x32.f16", "f32.16x16x16f16"],
+               "bf16": ["f32.32x32x16.bf16", "f32.16x16x32.bf16", "f32.16x16x16bf16.1k"],
+               "i8": ["i32.16x16x64.i8", "i32.16x16x32.i8"],
+               "f8e4nv": ["f32.16x16x32.fp8.fp8"], "f8e5": ["f32.16x16x32.bf8.bf8"]},
+    "gfx1100": {"f16": ["f32.16x16x16.f16.v8f32.v16f16"], "bf16": ["f32.16x16x16.bf16.v8f32.v16i16"],
+                "i8": ["i32.16x16x16.iu8.v8i32.v4i32"]},
+    "gfx1201": {"f16": ["f32.16x16x16.f16.v8f32.v8f16"], "bf16": ["f32.16x16x16.bf16.v8f32.v8i16"],
+                "i8": ["i32.16x16x16.iu8.v8i32.v2i32"], "f8e4nv": ["f32.16x16x16.fp8.fp8.v8f32.v2i32"],
+                "f8e5": ["f32.16x16x16.bf8.bf8.v8f32.v2i32"]},
+}
+
+
+@pytest.mark.parametrize("arch", list(ARCH_INTRINSICS))
+def test_each_arch_calls_only_its_own_intrinsics(arch):
+    from tilec.backends.amd.target import amdgpu_target
+
+    target, got = amdgpu_target(arch), {}
+    for fact in target.matrix_instructions:
+        dot = SimpleNamespace(a=SimpleNamespace(type=_tile(fact.operand)), acc=SimpleNamespace(type=_tile(
+            fact.accumulator)), input_precision="tf32")
+        got[fact.operand] = [inst.intrinsic.split(".", 3)[3] for _, inst in matrix.candidates(dot, target)]
+    assert got == ARCH_INTRINSICS[arch]
+
+
+def _tile(name: str):
+    from tilec.ir.types import SCALAR_TYPES, with_shape
+
+    return with_shape(SCALAR_TYPES[name], (32, 32))
 
 
 # A 32x64 @ 64x32 dot of splatted scalars, stored: the golden input of the instruction rules.
@@ -198,6 +306,18 @@ DOT_IR = """func @dot(%x: {a}, %y: {a}, %c_ptr: ptr<{acc}> {{divisibility = 16}}
     ("gfx90a", "f32", "f32", "tf32", {}),
     ("gfx942", "f8e4b8", "f32", "ieee", {"v_mfma_f32_16x16x32_fp8_fp8": 2}),
     ("gfx942", "f8e5b16", "f32", "ieee", {"v_mfma_f32_16x16x32_bf8_bf8": 2}),
+    # gfx950: a 32x32 result on 4 waves leaves no 32x32 tile a wave, so the 16x16 forms
+    ("gfx950", "f16", "f32", "ieee", {"v_mfma_f32_16x16x32_f16": 2}),
+    ("gfx950", "bf16", "f32", "ieee", {"v_mfma_f32_16x16x32_bf16": 2}),
+    ("gfx950", "i8", "i32", "ieee", {"v_mfma_i32_16x16x64_i8": 1}),
+    ("gfx950", "f8e4nv", "f32", "ieee", {"v_mfma_f32_16x16x32_fp8_fp8": 2}),  # OCP e4m3 on CDNA4
+    ("gfx950", "f8e5", "f32", "ieee", {"v_mfma_f32_16x16x32_bf8_bf8": 2}),
+    ("gfx950", "f32", "f32", "tf32", {}),  # no xf32 on gfx950
+    ("gfx1201", "f16", "f32", "ieee", {"v_wmma_f32_16x16x16_f16": 4}),
+    ("gfx1201", "bf16", "f32", "ieee", {"v_wmma_f32_16x16x16_bf16": 4}),
+    ("gfx1201", "i8", "i32", "ieee", {"v_wmma_i32_16x16x16_iu8": 4}),
+    ("gfx1201", "f8e4nv", "f32", "ieee", {"v_wmma_f32_16x16x16_fp8_fp8": 4}),
+    ("gfx1201", "f8e5", "f32", "ieee", {"v_wmma_f32_16x16x16_bf8_bf8": 4}),
 ])
 def test_each_dot_rule_picks_its_instruction(arch, a, acc, precision, expected):
     compiled, meta = compile_tile_ir(DOT_IR.format(a=a, acc=acc, precision=precision), arch)
@@ -205,6 +325,8 @@ def test_each_dot_rule_picks_its_instruction(arch, a, acc, precision, expected):
     assert instructions(asm, "v_(?:mfma|wmma)") == expected
     if not expected:
         assert "v_fma_f32" in asm or "v_pk_fma_f32" in asm or "v_fmac_f32" in asm
+    elif a.startswith("f8"):  # the fp8 operands reach the instruction as they are, not widened
+        assert " = cast " not in compiled.asm["tir-gpu"]
     assert meta[".private_segment_fixed_size"] == 0
 
 
@@ -213,15 +335,17 @@ def test_each_dot_rule_picks_its_instruction(arch, a, acc, precision, expected):
     ("gfx942", "f8e4nv", {"v_mfma_f32_16x16x16_f16": 4}),  # OCP fp8: gfx942 has the fnuz forms only
     ("gfx90a", "f8e4b8", {"v_mfma_f32_16x16x16f16": 4}),  # no fp8 instruction at all
     ("gfx1100", "f8e5", {"v_wmma_f32_16x16x16_f16": 4}),
+    ("gfx950", "f8e4b8", {"v_mfma_f32_16x16x32_f16": 2}),  # fnuz: gfx950's fp8 is OCP
+    ("gfx1201", "f8e5b16", {"v_wmma_f32_16x16x16_f16": 4}),
 ])
 def test_an_fp8_dot_the_arch_cannot_multiply_runs_widened_to_f16(arch, a, expected):
     compiled, meta = compile_tile_ir(DOT_IR.format(a=a, acc="f32", precision="ieee"), arch)
     assert instructions(compiled.asm["asm"], "v_(?:mfma|wmma)") == expected
-    assert "cast" in compiled.asm["tir-gpu"]
+    assert " = cast " in compiled.asm["tir-gpu"]
 
 
 @needs_lld
-@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950", "gfx1100", "gfx1201"])
 def test_attention_chains_two_dots_on_the_matrix_unit(arch):
     f16, f32 = np.zeros(1 << 20, np.float16), np.zeros(1 << 20, np.float32)
     strides = (4 * 1024 * 64, 1024 * 64, 64) * 4

@@ -91,6 +91,7 @@ def _lay_out(fn: Function, build: Build) -> Function:
     from tilec.opt.layouts import assign_layouts
     from tilec.opt.legalize_dots import widen_fp8_dots
     from tilec.backends.amd.matrix import matrix_unit
+    from tilec.backends.amd.lds_operands import invariant_operands_in_lds
     from tilec.backends.amd.stream_pipeline import stream_pipeline
 
     unit = matrix_unit(build.target)
@@ -101,7 +102,8 @@ def _lay_out(fn: Function, build: Build) -> Function:
     passes = [partial(widen_fp8_dots, instructions=build.target.every_matrix_instruction),
               partial(assign_layouts, num_warps=options.num_warps, target=build.target, unit=unit),
               hoist_loop_invariants, eliminate_common_subexpressions,
-              partial(stream_pipeline, num_stages=stages, target=build.target, num_warps=options.num_warps)]
+              partial(stream_pipeline, num_stages=stages, target=build.target, num_warps=options.num_warps),
+              partial(invariant_operands_in_lds, target=build.target, num_warps=options.num_warps)]
     lowered = PassManager(passes, verify=check_enabled()).run(fn)
     check_ir(lowered)
     return lowered

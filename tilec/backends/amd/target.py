@@ -34,32 +34,42 @@ class ArchFacts:
     # the matrix instructions a dot runs on, by (operand, accumulator) element types
     matrix: tuple[MatrixInstruction, ...]
     fp8: str  # which fp8 formats the hardware converts: "fnuz" (gfx942), "ocp" (gfx950, gfx12), "" none
+    # whose operand and result layouts its instructions use (``matrix.py``):
+    # "mfma" (CDNA), "wmma11" (RDNA3), "wmma12" (RDNA4)
+    matrix_unit: str
 
 
-# The 16x16xK matrix instructions a dot runs on (``matrix.py`` names them),
-# by (operand, accumulator) element types.  MFMA f16/bf16 16x16x16 on every
-# CDNA; int8 16x16x16 on gfx90a, 16x16x32 on gfx942; gfx942 alone has xf32
-# (f32 operands rounded to tf32) and fp8 in its "fnuz" formats.  gfx950's
-# 8-wide forms and OCP fp8 are not used yet.
-def _matrix(*facts: tuple[str, str, int]) -> tuple[MatrixInstruction, ...]:
-    return tuple(MatrixInstruction(a, acc, 16, 16, k) for a, acc, k in facts)
+# The matrix instructions a dot runs on (``matrix.py`` names them), by
+# (operand, accumulator) element types, in the order a dot tries them (the
+# first whose tile and depth fit).  MFMA f16/bf16 16x16x16 on every CDNA;
+# int8 16x16x16 on gfx90a, 16x16x32 on gfx942 and gfx950; gfx942 alone has
+# xf32 (f32 operands rounded to tf32) and fp8 in its "fnuz" formats.  gfx950
+# (CDNA4) adds the 8-wide f16/bf16 forms (32x32x16, 16x16x32), int8
+# 16x16x64, and takes fp8 in the OCP formats (``f8e4nv``, ``f8e5``) on the
+# intrinsics that are fnuz on gfx942; it has no xf32.  Each arch gets only
+# what it has: an intrinsic the arch lacks aborts the process inside LLVM.
+def _matrix(*facts: tuple[str, str, int], tile: int = 16) -> tuple[MatrixInstruction, ...]:
+    """The ``tile`` x ``tile`` instructions of facts ``(operand, accumulator, k)``."""
+    return tuple(MatrixInstruction(a, acc, tile, tile, k) for a, acc, k in facts)
 
 
 _HALVES = (("f16", "f32", 16), ("bf16", "f32", 16))
 _GFX90A = _matrix(*_HALVES, ("i8", "i32", 16))
 _GFX942 = _matrix(*_HALVES, ("i8", "i32", 32), ("f32", "f32", 8), ("f8e4b8", "f32", 32), ("f8e5b16", "f32", 32))
-_GFX950 = _matrix(*_HALVES)
-# RDNA3's WMMA (f16, bf16, iu8).  RDNA4 (gfx12) changed the operand layout
-# (8 values a lane, no copies in lanes 16-31); until that layout is checked
-# on hardware its dots run on the FMA units.
+_GFX950 = (_matrix(*_HALVES, tile=32) + _matrix(("f16", "f32", 32), ("bf16", "f32", 32), *_HALVES)
+           + _matrix(("i8", "i32", 64), ("i8", "i32", 32), ("f8e4nv", "f32", 32), ("f8e5", "f32", 32)))
+# RDNA3's WMMA (f16, bf16, iu8: 16 values a lane, lanes 16-31 a copy of
+# lanes 0-15's) and RDNA4's (the same types and OCP fp8: 8 values a lane,
+# the two halves of the wave half of ``k`` each; results in other rows).
 _WMMA = _matrix(*_HALVES, ("i8", "i32", 16))
+_WMMA12 = _matrix(*_HALVES, ("i8", "i32", 16), ("f8e4nv", "f32", 16), ("f8e5", "f32", 16))
 
 ARCH_FACTS = {
-    "gfx90a": ArchFacts("cdna", 64, LDS_BYTES, "", _GFX90A, ""),
-    "gfx942": ArchFacts("cdna", 64, LDS_BYTES, "", _GFX942, "fnuz"),
-    "gfx950": ArchFacts("cdna", 64, 160 * 1024, "", _GFX950, "ocp"),
-    "gfx1100": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", _WMMA, ""),
-    "gfx1201": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", (), "ocp"),
+    "gfx90a": ArchFacts("cdna", 64, LDS_BYTES, "", _GFX90A, "", "mfma"),
+    "gfx942": ArchFacts("cdna", 64, LDS_BYTES, "", _GFX942, "fnuz", "mfma"),
+    "gfx950": ArchFacts("cdna", 64, 160 * 1024, "", _GFX950, "ocp", "mfma"),
+    "gfx1100": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", _WMMA, "", "wmma11"),
+    "gfx1201": ArchFacts("rdna", 32, LDS_BYTES, "+wavefrontsize32", _WMMA12, "ocp", "wmma12"),
 }
 ARCHS = tuple(ARCH_FACTS)
 # What tilec compiles for when nobody named an arch (MI300).
