@@ -136,12 +136,23 @@ def tree_sum(x: np.ndarray, levels: int) -> np.float32:
     return x[0]
 
 
+@tilec.jit
+def loaded_sums(x_ptr, y_ptr, z_ptr, out_ptr, n, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """The sums of ``reductions``, each of a tile loaded for it alone (lazy, not a buffer)."""
+    rows, cols = tl.arange(0, ROWS), tl.arange(0, COLS)
+    at = rows[:, None] * COLS + cols[None, :]
+    tl.store(out_ptr + rows, tl.sum(tl.load(x_ptr + at, mask=cols[None, :] < n, other=0.0), axis=1))
+    tl.store(out_ptr + ROWS + cols, tl.sum(tl.load(y_ptr + at, mask=cols[None, :] < n, other=0.0), axis=0))
+    tl.store(out_ptr + ROWS + COLS, tl.sum(tl.load(z_ptr + at, mask=cols[None, :] < n, other=0.0)))
+
+
 @pytest.mark.parametrize("levels", sorted({1, 2, FUSED_LEVELS}))
 @pytest.mark.parametrize("rows, cols", SHAPES + [(16, 8), (4, 2)])
 def test_float_sums_add_in_the_hosts_order_bit_for_bit(rows, cols, levels, monkeypatch, tmp_path):
     """Along either axis and over the whole tile, the sums are a numpy model
     of the order (``tree_sum``) to the bit, whatever the levels one pass may
-    fuse: the first step reads the tile once, in order (``fold``)."""
+    fuse, of a buffer (read ``k`` blocks at once) and of a tile loaded for
+    the sum alone (read once, in order) alike (``fold``)."""
     from tilec.backends.host import rules_reduce
 
     monkeypatch.setattr(rules_reduce, "FUSED_LEVELS", levels)
@@ -155,6 +166,11 @@ def test_float_sums_add_in_the_hosts_order_bit_for_bit(rows, cols, levels, monke
                     + [tree_sum(x.reshape(-1), levels)], np.float32)
     have = np.concatenate([got[:rows + cols], got[-1:]])
     np.testing.assert_array_equal(have.view(np.uint32), want.view(np.uint32))
+    loaded = np.full(rows + cols + 1, np.nan, np.float32)  # read in one pass, in order: the same bits
+    x = (rng_x := np.random.default_rng(rows * 1000 + cols)).standard_normal((rows, cols))
+    x = (x * 10.0 ** rng_x.integers(-6, 7, (rows, cols))).astype(np.float32)
+    compiled(loaded_sums)[(1,)](x, x, x, loaded, n, ROWS=rows, COLS=cols)
+    np.testing.assert_array_equal(loaded.view(np.uint32), want.view(np.uint32))
 
 
 def test_fused_levels_halve_evenly():

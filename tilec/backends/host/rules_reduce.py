@@ -3,11 +3,11 @@
 A reduction is a tree, as on a GPU (and as accurate: a float32 sum of
 one large term and many small ones, added one after the other, lost up to
 ten ulps that the tree keeps).  Its first step over an even length ``n``
-reads the tile once, in order (``fold``): ``k = 2^fused_levels(n)`` blocks
-of ``n / k`` (``k`` at most 2^``FUSED_LEVELS``) combined one after the other
-into a buffer of one block, so that a row loaded from memory is one
-stream, as a copy's (the halving tree's first step read two streams a
-row, ``i`` and ``i + n/2``: 2x slower than numpy for ``tl.sum(tl.load(row))``).
+is a ``fold``: ``k = 2^fused_levels(n)`` blocks of ``n / k`` (``k`` at most
+2^``FUSED_LEVELS``) combined one after the other into a buffer of one
+block; a row loaded from memory is read once, in order, one stream as a
+copy's (the halving tree's first step read two streams a row, ``i`` and
+``i + n/2``: 2x slower than numpy for ``tl.sum(tl.load(row))``).
 Each later step combines the first half of what is left along the axis
 with the second half, up to ``FUSED_LEVELS`` steps in one loop over the
 other dims (vectorized) where the length halves evenly, into a buffer.  A
@@ -90,37 +90,49 @@ def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) ->
 
 
 def fold(ctx: HostCtx, op: ir.Op, tiles: list, shape: tuple, axis: int) -> tuple[list[Buffer], int]:
-    """The first step of ``reduce_axis``'s tree over an even length ``n``, reading
-    ``tiles`` (of ``shape``) in row-major order: the axis is ``k = 2^fused_levels(n)``
-    blocks of ``m = n / k``, and element ``i`` of the result (buffers of ``m``
-    along ``axis``) combines ``i``, ``i + m``, ... ``i + (k-1) m`` one after the
-    other, the earlier on the left.  One pass reads each element once, in
-    order (one stream from memory, where the halving tree's first step read
-    two, and the fused levels eight): the block loop is outside the loop
-    over the block, whose elements the vectorizer combines a vector at a
-    time into the result.  The buffers and ``m``."""
+    """The first step of ``reduce_axis``'s tree over an even length ``n``: the
+    axis is ``k = 2^fused_levels(n)`` blocks of ``m = n / k``, and element ``i``
+    of the result (buffers of ``m`` along ``axis``) combines ``i``, ``i + m``,
+    ... ``i + (k-1) m`` one after the other, the earlier on the left.  A tile
+    that is not a buffer (a load: memory) is read once, in order (one stream
+    from memory, where the halving tree's first step read two): the block
+    loop outside the loop over the block, whose elements the vectorizer
+    combines a vector at a time into the result.  Buffers are read ``k``
+    blocks at once, one loop writing each result element once (a 512-bit
+    store a vector of the row cost more than the ``k`` streams from L1).
+    The same combines in the same order either way.  The buffers and ``m``."""
     b, n = ctx.b, shape[axis]
-    m = n >> fused_levels(n)
+    k = 1 << fused_levels(n)
+    m = n // k
     pre, post = shape[:axis], shape[axis + 1:]
     outs = [ctx.buffer(pre + (m,) + post, t.elem) for t in tiles]
 
-    def read(coords) -> list:
-        return [t.at(ctx, coords) for t in tiles]
+    def at(before, block, c) -> tuple:
+        """The coordinates of element ``c[0]`` of block ``block`` (i64) along the axis."""
+        return before + ((b.add(b.mul(block, I64(m)), c[0]) if block is not None else c[0]),) + c[1:]
 
     def row(before) -> None:
-        def first(c) -> None:
-            _store_all(ctx, outs, before + c, read(before + c))
+        if all(isinstance(t, Buffer) for t in tiles):
+            def together(c) -> None:
+                acc = [t.at(ctx, at(before, None, c)) for t in tiles]
+                for j in range(1, k):
+                    acc = _combine(ctx, op, acc, [t.at(ctx, at(before, I64(j), c)) for t in tiles])
+                _store_all(ctx, outs, before + c, acc)
+            for_each(ctx, (m,) + post, together)
+            return
 
-        def block(k) -> None:
-            start = b.mul(b.add(k, I64(1)), I64(m))
+        def first(c) -> None:
+            _store_all(ctx, outs, before + c, [t.at(ctx, before + c) for t in tiles])
+
+        def block(j) -> None:
+            following = b.add(j, I64(1))
 
             def rest(c) -> None:
-                at = before + c
-                x = read(before + (b.add(start, c[0]),) + c[1:])
-                _store_all(ctx, outs, at, _combine(ctx, op, [o.at(ctx, at) for o in outs], x))
+                x = [t.at(ctx, at(before, following, c)) for t in tiles]
+                _store_all(ctx, outs, before + c, _combine(ctx, op, [o.at(ctx, before + c) for o in outs], x))
             for_each(ctx, (m,) + post, rest)
         for_each(ctx, (m,) + post, first)
-        counted_loop(b, I64(n // m - 1), block)
+        counted_loop(b, I64(k - 1), block)
     for_each(ctx, pre, row)
     return outs, m
 
