@@ -78,6 +78,31 @@ def test_carried_tiles_give_the_interpreters_bits(n, trips, data):
 
 
 @tilec.jit
+def running_sum(x_ptr, out_ptr, n, trips, BLOCK: tl.constexpr):
+    """A ``tl.zeros`` accumulator only its own update reads (in place), summed and stored."""
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for t in range(0, trips):
+        acc += tl.load(x_ptr + t * n + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + cols, acc)
+    tl.store(out_ptr + BLOCK, tl.sum(acc, axis=0))
+
+
+@pytest.mark.parametrize("trips", [0, 1, 3])
+def test_a_zeros_accumulator_is_not_written_before_its_loop(trips):
+    """Its first iteration reads the zeros themselves (and so does a loop of no
+    iteration's result): no memset of the buffer a program, the interpreter's bits."""
+    x = np.random.default_rng(trips).standard_normal(3 * 100).astype(np.float32)
+    k = compiled(running_sum)
+    assert "llvm.memset.p0" not in k.compile(x, x, 100, trips, BLOCK=128, target="cpu").asm["llir"]  # (p1: out, no trip)
+    got, want = np.full(129, np.nan, np.float32), np.full(129, np.nan, np.float32)
+    k[(1,)](x, got, 100, trips, BLOCK=128)
+    running_sum[(1,)](x, want, 100, trips, BLOCK=128)
+    np.testing.assert_array_equal(got[:128].view(np.uint32), want[:128].view(np.uint32))
+    np.testing.assert_allclose(got[128], want[128], rtol=1e-6, atol=1e-6)
+
+
+@tilec.jit
 def reductions(x_ptr, i_ptr, out_ptr, iout_ptr, n, ROWS: tl.constexpr, COLS: tl.constexpr):
     rows, cols = tl.arange(0, ROWS), tl.arange(0, COLS)
     at = rows[:, None] * COLS + cols[None, :]

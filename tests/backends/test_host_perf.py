@@ -95,8 +95,8 @@ def tile_exp_2d(out_ptr, x_ptr, idx_ptr, n, ROWS: tl.constexpr, COLS: tl.constex
     cols = tl.program_id(0) * COLS + tl.arange(0, COLS)
     at = rows[:, None] * n + cols[None, :]
     x = tl.load(x_ptr + at, mask=cols[None, :] < n, other=0.0)
-    e = tl.exp(x)
-    tl.store(out_ptr + at, e * tl.sum(e, axis=1)[:, None] + x, mask=cols[None, :] < n)
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])  # x read twice: a buffer, e computed from it
+    tl.store(out_ptr + at, e / tl.sum(e, axis=1)[:, None], mask=cols[None, :] < n)
 
 
 def _cpu_llir(kernel, *args, **constexprs) -> str:
@@ -130,7 +130,7 @@ def test_prefetching_programs_give_the_interpreters_answer(rows, cols, data):
     got, want = np.full_like(x, np.nan), np.full_like(x, np.nan)
     compiled(row_softmax)[(rows,)](got, x, cols, cols, BLOCK=block)
     row_softmax[(rows,)](want, x, cols, cols, BLOCK=block)  # the suite's host launches: the interpreter
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     grid = (tilec.cdiv(cols, 32), tilec.cdiv(rows, 2))
     padded = np.zeros((grid[1] * 2, cols), np.float32)
     padded[:rows] = x
@@ -138,7 +138,7 @@ def test_prefetching_programs_give_the_interpreters_answer(rows, cols, data):
     got, want = np.full_like(padded, np.nan), np.full_like(padded, np.nan)
     compiled(tile_exp_2d)[grid](got, padded, idx, cols, ROWS=2, COLS=32, GATHER=False)
     tile_exp_2d[grid](want, padded, idx, cols, ROWS=2, COLS=32, GATHER=False)
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # sums in the host's order
 
 
 def compiled(kernel):
