@@ -143,7 +143,7 @@ def test_reductions_of_every_length_give_the_interpreters_answer(rows, cols):
 
 def tree_sum(x: np.ndarray, levels: int) -> np.float32:
     """The host's float32 sum of row ``x`` in its order (``rules_reduce``): a
-    fold of ``2^fused_levels(n)`` blocks one after the other where ``n`` is
+    tree over ``2^fused_levels(n)`` blocks, neighbours first, where ``n`` is
     even, then halving steps (``i`` + ``i + n - n // 2``, the middle element
     kept where ``n`` is odd) until one element is left."""
     from tilec.backends.host import rules_reduce
@@ -151,10 +151,10 @@ def tree_sum(x: np.ndarray, levels: int) -> np.float32:
     x, n = np.asarray(x, np.float32), len(x)
     if n > 1 and n % 2 == 0:
         m = n >> min(rules_reduce.fused_levels(n), levels)
-        acc = x[:m].copy()
-        for k in range(1, n // m):
-            acc = acc + x[k * m:(k + 1) * m]
-        x, n = acc, m
+        blocks = [x[k * m:(k + 1) * m] for k in range(n // m)]
+        while len(blocks) > 1:  # neighbours first
+            blocks = [blocks[k] + blocks[k + 1] for k in range(0, len(blocks), 2)]
+        x, n = blocks[0], m
     while n > 1:
         half, step = n // 2, n - n // 2
         x, n = np.concatenate([x[:half] + x[step:n], x[half:step]]), step

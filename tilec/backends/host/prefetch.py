@@ -149,9 +149,13 @@ def write_prefetching(ctx: "HostCtx", tile: Tile, buf: Buffer, pointers: list[Ti
         for p, per_line, row_lines, lines, each in plans:
             for r in range(each):
                 line = b.add(b.mul(q, I64(each)), I64(r)) if each > 1 else q
-                line = b.select(b.icmp_unsigned("<", line, I64(lines)), line, I64(lines - 1))
-                row, col = b.udiv(line, I64(row_lines)), b.urem(line, I64(row_lines))
-                at = (coords_of(ctx, row, p.shape[:-1]) if len(p.shape) > 1 else ()) + (b.mul(col, I64(per_line)),)
+                if lines < chunks * each:  # the last chunks fetch the last line again
+                    line = b.select(b.icmp_unsigned("<", line, I64(lines)), line, I64(lines - 1))
+                if lines == row_lines:  # one row
+                    row, col = I64(0), line
+                else:
+                    row, col = b.udiv(line, I64(row_lines)), b.urem(line, I64(row_lines))
+                at = coords_of(ctx, row, p.shape[:-1]) + (b.mul(col, I64(per_line)),)
                 ptr = p.at(ctx, at)
                 b.call(fetch, [ptr, llir.IntType(32)(0), llir.IntType(32)(LOCALITY), llir.IntType(32)(1)])
         start = b.mul(coords[-1], I64(chunk))

@@ -4,9 +4,9 @@ A reduction is a tree, as on a GPU (and as accurate: a float32 sum of
 one large term and many small ones, added one after the other, lost up to
 ten ulps that the tree keeps).  Its first step over an even length ``n``
 is a ``fold``: ``k = 2^fused_levels(n)`` blocks of ``n / k`` (``k`` at most
-2^``FUSED_LEVELS``) combined one after the other into a buffer of one
-block; a row loaded from memory is read once, in order, one stream as a
-copy's (the halving tree's first step read two streams a row, ``i`` and
+2^``FUSED_LEVELS``) combined by a tree of neighbours first into a buffer of
+one block; a row loaded from memory is read once, in order, one stream as
+a copy's (the halving tree's first step read two streams a row, ``i`` and
 ``i + n/2``: 2x slower than numpy for ``tl.sum(tl.load(row))``).
 Each later step combines the first half of what is left along the axis
 with the second half, up to ``FUSED_LEVELS`` steps in one loop over the
@@ -92,47 +92,50 @@ def reduce_axis(ctx: HostCtx, op: ir.Op, srcs: list, shape: tuple, axis: int) ->
 def fold(ctx: HostCtx, op: ir.Op, tiles: list, shape: tuple, axis: int) -> tuple[list[Buffer], int]:
     """The first step of ``reduce_axis``'s tree over an even length ``n``: the
     axis is ``k = 2^fused_levels(n)`` blocks of ``m = n / k``, and element ``i``
-    of the result (buffers of ``m`` along ``axis``) combines ``i``, ``i + m``,
-    ... ``i + (k-1) m`` one after the other, the earlier on the left.  A tile
-    that is not a buffer (a load: memory) is read once, in order (one stream
-    from memory, where the halving tree's first step read two): the block
-    loop outside the loop over the block, whose elements the vectorizer
-    combines a vector at a time into the result.  Buffers are read ``k``
-    blocks at once, one loop writing each result element once (a 512-bit
-    store a vector of the row cost more than the ``k`` streams from L1).
-    The same combines in the same order either way.  The buffers and ``m``."""
-    b, n = ctx.b, shape[axis]
-    k = 1 << fused_levels(n)
+    of the result (buffers of ``m`` along ``axis``) is the tree over ``i``,
+    ``i + m``, ... ``i + (k-1) m`` that combines neighbours first (blocks 0
+    and 1, 2 and 3, then those pairs...), the earlier on the left.  Buffers
+    are read ``k`` blocks at once: one loop, each result element written
+    once, the tree's three levels in flight together.  A tile that is not
+    a buffer (a load: memory) is read once, in order, one loop a block (one
+    stream from memory, where the halving tree's first step read two): the
+    tree's pending subtrees live in a buffer a height, as the digits of a
+    binary counter, each block's elements combined a vector at a time.  The same combines in the same
+    order either way.  The buffers and ``m``."""
+    k = 1 << fused_levels(n := shape[axis])
     m = n // k
     pre, post = shape[:axis], shape[axis + 1:]
     outs = [ctx.buffer(pre + (m,) + post, t.elem) for t in tiles]
+    b = ctx.b
 
-    def at(before, block, c) -> tuple:
-        """The coordinates of element ``c[0]`` of block ``block`` (i64) along the axis."""
-        return before + ((b.add(b.mul(block, I64(m)), c[0]) if block is not None else c[0]),) + c[1:]
+    def block_of(before, j: int, c) -> tuple:
+        """The coordinates of element ``c[0]`` of block ``j`` along the axis."""
+        return before + ((b.add(c[0], I64(j * m)) if j else c[0]),) + c[1:]
 
     def row(before) -> None:
         if all(isinstance(t, Buffer) for t in tiles):
             def together(c) -> None:
-                acc = [t.at(ctx, at(before, None, c)) for t in tiles]
-                for j in range(1, k):
-                    acc = _combine(ctx, op, acc, [t.at(ctx, at(before, I64(j), c)) for t in tiles])
-                _store_all(ctx, outs, before + c, acc)
+                leaves = [[t.at(ctx, block_of(before, j, c)) for t in tiles] for j in range(k)]
+                while len(leaves) > 1:
+                    leaves = [_combine(ctx, op, leaves[j], leaves[j + 1]) for j in range(0, len(leaves), 2)]
+                _store_all(ctx, outs, before + c, leaves[0])
             for_each(ctx, (m,) + post, together)
             return
-
-        def first(c) -> None:
-            _store_all(ctx, outs, before + c, [t.at(ctx, before + c) for t in tiles])
-
-        def block(j) -> None:
-            following = b.add(j, I64(1))
-
-            def rest(c) -> None:
-                x = [t.at(ctx, at(before, following, c)) for t in tiles]
-                _store_all(ctx, outs, before + c, _combine(ctx, op, [o.at(ctx, before + c) for o in outs], x))
-            for_each(ctx, (m,) + post, rest)
-        for_each(ctx, (m,) + post, first)
-        counted_loop(b, I64(k - 1), block)
+        # pending[h]: the tree over the last 2^h blocks not yet combined; block j
+        # carries up through the heights of the ones among its low bits
+        depth = (k - 1).bit_length()
+        pending = [[ctx.buffer((m,) + post, t.elem) for t in tiles] for _ in range(depth)]
+        for j in range(k):
+            def step(c, j=j) -> None:
+                value, h = [t.at(ctx, block_of(before, j, c)) for t in tiles], 0
+                while (j >> h) & 1:
+                    value = _combine(ctx, op, [p.at(ctx, c) for p in pending[h]], value)
+                    h += 1
+                if h == depth:
+                    _store_all(ctx, outs, before + c, value)
+                else:
+                    _store_all(ctx, pending[h], c, value)
+            for_each(ctx, (m,) + post, step)
     for_each(ctx, pre, row)
     return outs, m
 
