@@ -2,8 +2,9 @@
 a ``for``'s carried tile updated in place where only its own next value
 reads it element by element (``rules_control.updated_in_place``), in two
 buffers wherever anything else reads it (a swap, another carried value, a
-reduction, a shifted read); reductions of every length, and the tree's
-order kept where several levels run in one pass (``rules_reduce.fused_levels``)."""
+reduction, a shifted read); reductions of every length, and float sums in
+the host's order to the bit (``rules_reduce.fold``, then the tree, whatever
+levels one pass fuses)."""
 from __future__ import annotations
 
 import numpy as np
@@ -77,6 +78,31 @@ def test_carried_tiles_give_the_interpreters_bits(n, trips, data):
 
 
 @tilec.jit
+def running_sum(x_ptr, out_ptr, n, trips, BLOCK: tl.constexpr):
+    """A ``tl.zeros`` accumulator only its own update reads (in place), summed and stored."""
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for t in range(0, trips):
+        acc += tl.load(x_ptr + t * n + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + cols, acc)
+    tl.store(out_ptr + BLOCK, tl.sum(acc, axis=0))
+
+
+@pytest.mark.parametrize("trips", [0, 1, 3])
+def test_a_zeros_accumulator_is_not_written_before_its_loop(trips):
+    """Its first iteration reads the zeros themselves (and so does a loop of no
+    iteration's result): no memset of the buffer a program, the interpreter's bits."""
+    x = np.random.default_rng(trips).standard_normal(3 * 100).astype(np.float32)
+    k = compiled(running_sum)
+    assert "llvm.memset.p0" not in k.compile(x, x, 100, trips, BLOCK=128, target="cpu").asm["llir"]  # (p1: out, no trip)
+    got, want = np.full(129, np.nan, np.float32), np.full(129, np.nan, np.float32)
+    k[(1,)](x, got, 100, trips, BLOCK=128)
+    running_sum[(1,)](x, want, 100, trips, BLOCK=128)
+    np.testing.assert_array_equal(got[:128].view(np.uint32), want[:128].view(np.uint32))
+    np.testing.assert_allclose(got[128], want[128], rtol=1e-6, atol=1e-6)
+
+
+@tilec.jit
 def reductions(x_ptr, i_ptr, out_ptr, iout_ptr, n, ROWS: tl.constexpr, COLS: tl.constexpr):
     rows, cols = tl.arange(0, ROWS), tl.arange(0, COLS)
     at = rows[:, None] * COLS + cols[None, :]
@@ -115,19 +141,63 @@ def test_reductions_of_every_length_give_the_interpreters_answer(rows, cols):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-30 + 1e-6 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("rows, cols", SHAPES)
-def test_fused_levels_keep_the_trees_order(rows, cols, monkeypatch, tmp_path):
-    """Several levels a pass add in the order of one level a pass: the same bits."""
+def tree_sum(x: np.ndarray, levels: int) -> np.float32:
+    """The host's float32 sum of row ``x`` in its order (``rules_reduce``): a
+    tree over ``2^fused_levels(n)`` blocks, neighbours first, where ``n`` is
+    even, then halving steps (``i`` + ``i + n - n // 2``, the middle element
+    kept where ``n`` is odd) until one element is left."""
     from tilec.backends.host import rules_reduce
 
-    results = []
-    for levels in (FUSED_LEVELS, 1):
-        monkeypatch.setattr(rules_reduce, "FUSED_LEVELS", levels)
-        monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / str(levels)))  # a compile of its own
-        results.append(_run_reductions(compiled(reductions), rows, cols, max(1, cols - 3)))
-    (fused, ifused), (single, isingle) = results
-    np.testing.assert_array_equal(fused.view(np.uint32), single.view(np.uint32))
-    np.testing.assert_array_equal(ifused, isingle)
+    x, n = np.asarray(x, np.float32), len(x)
+    if n > 1 and n % 2 == 0:
+        m = n >> min(rules_reduce.fused_levels(n), levels)
+        blocks = [x[k * m:(k + 1) * m] for k in range(n // m)]
+        while len(blocks) > 1:  # neighbours first
+            blocks = [blocks[k] + blocks[k + 1] for k in range(0, len(blocks), 2)]
+        x, n = blocks[0], m
+    while n > 1:
+        half, step = n // 2, n - n // 2
+        x, n = np.concatenate([x[:half] + x[step:n], x[half:step]]), step
+    return x[0]
+
+
+@tilec.jit
+def loaded_sums(x_ptr, y_ptr, z_ptr, out_ptr, n, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """The sums of ``reductions``, each of a tile loaded for it alone (lazy, not a buffer)."""
+    rows, cols = tl.arange(0, ROWS), tl.arange(0, COLS)
+    at = rows[:, None] * COLS + cols[None, :]
+    tl.store(out_ptr + rows, tl.sum(tl.load(x_ptr + at, mask=cols[None, :] < n, other=0.0), axis=1))
+    tl.store(out_ptr + ROWS + cols, tl.sum(tl.load(y_ptr + at, mask=cols[None, :] < n, other=0.0), axis=0))
+    tl.store(out_ptr + ROWS + COLS, tl.sum(tl.load(z_ptr + at, mask=cols[None, :] < n, other=0.0)))
+
+
+@pytest.mark.parametrize("levels", sorted({1, 2, FUSED_LEVELS}))
+@pytest.mark.parametrize("rows, cols", SHAPES + [(16, 8), (4, 2)])
+def test_float_sums_add_in_the_hosts_order_bit_for_bit(rows, cols, levels, monkeypatch, tmp_path):
+    """Along either axis and over the whole tile, the sums are a numpy model
+    of the order (``tree_sum``) to the bit, whatever the levels one pass may
+    fuse, of a buffer (read ``k`` blocks at once) and of a tile loaded for
+    the sum alone (read once, in order) alike (``fold``)."""
+    from tilec.backends.host import rules_reduce
+
+    monkeypatch.setattr(rules_reduce, "FUSED_LEVELS", levels)
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))  # a compile of its own
+    n = max(1, cols - 3)
+    got, igot = _run_reductions(compiled(reductions), rows, cols, n)
+    rng = np.random.default_rng(rows * 1000 + cols)  # _run_reductions' data
+    x = (rng.standard_normal((rows, cols)) * 10.0 ** rng.integers(-6, 7, (rows, cols))).astype(np.float32)
+    x[:, n:] = 0
+    want = np.array([tree_sum(r, levels) for r in x] + [tree_sum(c, levels) for c in x.T]
+                    + [tree_sum(x.reshape(-1), levels)], np.float32)
+    have = np.concatenate([got[:rows + cols], got[-1:]])
+    np.testing.assert_array_equal(have.view(np.uint32), want.view(np.uint32))
+    loaded = np.full(rows + cols + 1, np.nan, np.float32)  # read in one pass, in order: the same bits
+    x = (rng_x := np.random.default_rng(rows * 1000 + cols)).standard_normal((rows, cols))
+    x = (x * 10.0 ** rng_x.integers(-6, 7, (rows, cols))).astype(np.float32)
+    compiled(loaded_sums)[(1,)](x, x, x, loaded, n, ROWS=rows, COLS=cols)
+    np.testing.assert_array_equal(loaded.view(np.uint32), want.view(np.uint32))
+
+
 def test_fused_levels_halve_evenly():
     levels = [1, 1, 2, 1, 3, 2, 4, 10]  # how often 2, 3, 4, 6, 8, 12, 16, 1024 halve evenly
     assert [fused_levels(n) for n in (2, 3, 4, 6, 8, 12, 16, 1024)] == [min(k, FUSED_LEVELS) for k in levels]

@@ -2,7 +2,9 @@
 run in the calling thread or on the pool by the time the first one takes
 (``threads.run_programs``), every program exactly once either way; a masked
 load in a short row loop stays a loop LLVM vectorizes (``tiles.vector_loop``);
-a reduction's tree gives the same bits whether its tile is loaded or a buffer."""
+a reduction's tree gives the same bits whether its tile is loaded or a buffer;
+a program prefetches the next one's loads in its costly loop, where their
+pointers read no memory, and gives the interpreter's answer."""
 from __future__ import annotations
 
 import itertools
@@ -11,10 +13,15 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tilec
 import tilec.language as tl
-from tilec.backends.host import threads
+from helpers import PROPERTY
+from kernels.vector_add import add_kernel
+from tilec.backends.host import prefetch, threads
 
 
 def ran_programs(total: int, first_seconds: float) -> tuple[list[int], set[str]]:
@@ -64,3 +71,76 @@ def test_a_masked_row_load_is_vector_code_and_the_tree_gives_the_interpreters_bi
     tilec.jit(row_sums.fn, interpret=True)[(5,)](x, want, 29, BLOCK=32)
     np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(out, x.sum(axis=1) + x.max(axis=1), rtol=1e-5, atol=1e-5)
+
+
+# --- the next program's loads, prefetched (prefetch.py) -----------------------------------
+
+@tilec.jit
+def row_softmax(out_ptr, x_ptr, stride, n, BLOCK: tl.constexpr):
+    """The softmax tutorial's program: its exp is a costly tile computed from a buffer."""
+    cols = tl.arange(0, BLOCK)
+    row = tl.load(x_ptr + tl.program_id(0) * stride + cols, mask=cols < n, other=-float("inf"))
+    e = tl.exp(row - tl.max(row, axis=0))
+    tl.store(out_ptr + tl.program_id(0) * stride + cols, e / tl.sum(e, axis=0), mask=cols < n)
+
+
+@tilec.jit
+def tile_exp_2d(out_ptr, x_ptr, idx_ptr, n, ROWS: tl.constexpr, COLS: tl.constexpr, GATHER: tl.constexpr):
+    """A 2-D tile per program of a 2-D grid (the next program wraps from the
+    last x to the next y); with ``GATHER`` its rows come through a loaded index,
+    which no prefetch may follow."""
+    rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+    if GATHER:
+        rows = tl.load(idx_ptr + rows)
+    cols = tl.program_id(0) * COLS + tl.arange(0, COLS)
+    at = rows[:, None] * n + cols[None, :]
+    x = tl.load(x_ptr + at, mask=cols[None, :] < n, other=0.0)
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])  # x read twice: a buffer, e computed from it
+    tl.store(out_ptr + at, e / tl.sum(e, axis=1)[:, None], mask=cols[None, :] < n)
+
+
+def _cpu_llir(kernel, *args, **constexprs) -> str:
+    return kernel.compile(*args, target="cpu", **constexprs).asm["llir"]
+
+
+def test_the_next_programs_row_is_prefetched_in_the_exp_loop_only_where_its_pointers_read_no_memory():
+    x = np.zeros((4, 256), np.float32)
+    llir = _cpu_llir(row_softmax, x, x, 256, 256, BLOCK=256)
+    assert "@llvm.prefetch" in llir
+    # one prefetch a chunk of 16 floats, in the loop of exp's scaling (vscalef / ldexp)
+    loop = llir[llir.index("call void @llvm.prefetch"):]
+    assert "ldexp" in loop[:loop.index("br ")] or "fmul" in loop[:loop.index("br ")]
+    idx = np.zeros(8, np.int32)
+    for gather, shapes in ((False, [(2, 64)]), (True, [(2,)])):  # the index, not the rows it picks
+        fn = tile_exp_2d.compile(x, x, idx, 256, ROWS=2, COLS=64, GATHER=gather, target="cpu").fn
+        assert [load.result.type.shape for load in prefetch.prefetchable_loads(fn)] == shapes
+        assert "@llvm.prefetch" in _cpu_llir(tile_exp_2d, x, x, idx, 256, ROWS=2, COLS=64, GATHER=gather)
+    xs = np.zeros(1 << 12, np.float32)
+    assert "@llvm.prefetch" not in _cpu_llir(add_kernel, xs, xs, xs, 1 << 12, BLOCK_SIZE=1024)  # no costly tile
+
+
+@settings(PROPERTY, max_examples=12)
+@given(rows=st.integers(1, 9), cols=st.integers(1, 300), data=st.data())
+def test_prefetching_programs_give_the_interpreters_answer(rows, cols, data):
+    """Prefetches change no result: the softmax rows (any width, the last
+    program's prefetch past the array) and 2-D tiles of a 2-D grid as the
+    interpreter computes them."""
+    x = data.draw(hnp.arrays(np.float32, (rows, cols), elements=st.floats(-20, 20, width=32)))
+    block = max(16, 1 << (cols - 1).bit_length())
+    got, want = np.full_like(x, np.nan), np.full_like(x, np.nan)
+    compiled(row_softmax)[(rows,)](got, x, cols, cols, BLOCK=block)
+    row_softmax[(rows,)](want, x, cols, cols, BLOCK=block)  # the suite's host launches: the interpreter
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    grid = (tilec.cdiv(cols, 32), tilec.cdiv(rows, 2))
+    padded = np.zeros((grid[1] * 2, cols), np.float32)
+    padded[:rows] = x
+    idx = np.arange(grid[1] * 2, dtype=np.int32)
+    got, want = np.full_like(padded, np.nan), np.full_like(padded, np.nan)
+    compiled(tile_exp_2d)[grid](got, padded, idx, cols, ROWS=2, COLS=32, GATHER=False)
+    tile_exp_2d[grid](want, padded, idx, cols, ROWS=2, COLS=32, GATHER=False)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # sums in the host's order
+
+
+def compiled(kernel):
+    """``kernel`` launched compiled for the cpu target (the suite sends host launches to the interpreter)."""
+    return tilec.jit(kernel.fn, interpret=False)

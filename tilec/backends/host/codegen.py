@@ -39,6 +39,7 @@ from tilec.targets.base import Target
 from tilec.codegen_llvm.kernel import _located, param_type
 from tilec.codegen_llvm.scalar_base import ScalarContext, declare, memory_type
 from tilec.opt.written_pointers import UNTRACED, WRITES, pointer_origins
+from tilec.backends.host import prefetch
 from tilec.backends.host.bounds import Checks
 from tilec.backends.host.tiles import CHEAP, Buffer, Lazy, Tile, numel, write
 
@@ -49,6 +50,11 @@ GRID_PARAMS = ("program_id_x", "program_id_y", "program_id_z",
 BUFFER_ALIGN = 64
 
 RULES, host_rule = registry("Register the decorated ``rule(ctx, op)`` of the host codegen for the given op classes.")
+
+
+class NeedsLoop(Exception):
+    """Raised by ``HostCtx.materialize`` while ``prefetch.next_pointers``
+    lowers pointers again: they would take a loop of their own."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ class HostCtx:
         self._loaded: set[Value] = set()  # tiles bound lazily that read global memory
         self._origins = None  # the pointer arguments each pointer may come from, when first asked
         self.checks = Checks(fn, kernel.args[len(fn.args)]) if debug else None  # bounds.py
+        self._top = set(fn.body.ops)  # the kernel's own block: its loops run once a program
+        self._current: Op | None = None  # the op being lowered
+        self.relowering = False  # prefetch.next_pointers at work
+        self._prefetches = prefetch.prefetchable_loads(fn)  # prefetch.py: still to place, once
 
     # --- values -----------------------------------------------------------------
     def __getitem__(self, v: Value) -> Any:
@@ -101,9 +111,22 @@ class HostCtx:
         """``tile`` as a buffer (itself when it is one)."""
         if isinstance(tile, Buffer):
             return tile
+        if self.relowering:
+            raise NeedsLoop
         buf = self.buffer(tile.shape, tile.elem)
-        write(self, tile, buf)
+        if not (self._prefetches and self._current in self._top and not tile.reads
+                and tile.cost >= prefetch.PREFETCH_COST and self._write_prefetching(tile, buf)):
+            write(self, tile, buf)
         return buf
+
+    def _write_prefetching(self, tile: Tile, buf: Buffer) -> bool:
+        """``tile`` written into ``buf`` by a loop that prefetches the next
+        program's loads (``prefetch.py``); False where it cannot."""
+        pointers = prefetch.next_pointers(self, self._prefetches)
+        if not pointers or not prefetch.write_prefetching(self, tile, buf, pointers):
+            return False
+        self._prefetches = []
+        return True
 
     def buffer(self, shape: tuple, elem) -> Buffer:
         """A new buffer of ``shape`` in the program's stack memory."""
@@ -180,12 +203,15 @@ class HostCtx:
                                    self.fn.name)
         if self._loaded and may_write(op):
             self.keep_loaded(op)
+        outer, self._current = self._current, op
         try:
             rule(self, op)
-        except LocatedError:
+        except (LocatedError, NeedsLoop):
             raise
         except Exception as e:
             raise _located(e, op, self.fn.name) from e
+        finally:
+            self._current = outer
 
 
 

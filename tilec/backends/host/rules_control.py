@@ -9,7 +9,10 @@ overwritten; the phi of the pointer says which buffer holds the current
 value.  A ``for``'s tile that only its own next value reads, element by
 element (``acc += x``: ``updated_in_place``), lives in one buffer that the
 iteration overwrites as it reads it: half the stack, and no pointer phi
-that makes LLVM check the two buffers for overlap before every loop.  An ``if`` writes each tile it yields into one buffer, from
+that makes LLVM check the two buffers for overlap before every loop; where
+its first value is a constant (``tl.zeros``), the buffer is not written
+before the loop: the first iteration (and a loop of none's result) reads
+the constant, chosen by a flag the first iteration clears.  An ``if`` writes each tile it yields into one buffer, from
 whichever branch runs; a ``while``'s ``condition`` writes the values it
 forwards into one buffer each, read by the body and after the loop.
 """
@@ -22,7 +25,7 @@ from tilec.ir.types import TileType, elem_type
 from tilec.codegen_llvm.control import _enter_loop, _keeps_going, run_region
 from tilec.codegen_llvm.debug import _printf_arg
 from tilec.backends.host.codegen import HostCtx, host_rule
-from tilec.backends.host.tiles import Buffer, Tile, for_each, write
+from tilec.backends.host.tiles import Buffer, Lazy, Tile, for_each, lazy, write
 
 
 class _Carried:
@@ -32,21 +35,40 @@ class _Carried:
     makes the phi in the header."""
 
     def __init__(self, ctx: HostCtx, v: ir.Value, init, in_place: bool = False):
-        self.ctx, self.pair = ctx, None
+        self.ctx, self.pair, self.constant, self.fresh = ctx, None, None, None
         if isinstance(v.type, TileType):
             first = ctx.buffer(v.type.shape, elem_type(v.type))
             self.pair = [first, first if in_place else ctx.buffer(v.type.shape, elem_type(v.type))]
-            write(ctx, init, first)
+            if in_place and isinstance(init, Lazy) and init.cost == 0 and not init.reads:
+                self.constant = init  # tl.zeros: read until the first iteration has written the buffer
+            else:
+                write(ctx, init, first)
             init = first.ptr
         self.init = init
 
     def enter(self, entry: llir.Block) -> None:
-        self.phi = self.ctx.b.phi(self.init.type)
+        b = self.ctx.b
+        self.phi = b.phi(self.init.type)
         self.phi.add_incoming(self.init, entry)
+        if self.constant is not None:  # true until an iteration has written the buffer
+            self.fresh = b.phi(llir.IntType(1))
+            self.fresh.add_incoming(llir.IntType(1)(1), entry)
+
+    def close(self, latch: llir.Block, value: llir.Value) -> None:
+        """The back edge from ``latch``, where the next iteration starts from ``value`` (``next``'s)."""
+        self.phi.add_incoming(value, latch)
+        if self.fresh is not None:
+            self.fresh.add_incoming(llir.IntType(1)(0), latch)
 
     @property
     def current(self):
-        return self.phi if self.pair is None else self._at(self.phi)
+        if self.pair is None:
+            return self.phi
+        if self.constant is None:
+            return self._at(self.phi)
+        buf, constant, fresh = self._at(self.phi), self.constant, self.fresh
+        return lazy(buf.shape, buf.elem, lambda c, coords: c.b.select(fresh, constant.at(c, coords), buf.at(c, coords)),
+                    [buf])
 
     def _at(self, ptr: llir.Value) -> Buffer:
         return Buffer(self.pair[0].shape, self.pair[0].elem, ptr=ptr)
@@ -102,7 +124,7 @@ def _for(ctx: HostCtx, op: ir.For) -> None:
     latch = b.block
     iv.add_incoming(b.add(iv, step), latch)
     for c, v in zip(carried, nexts):
-        c.phi.add_incoming(v, latch)
+        c.close(latch, v)
     b.branch(header)
     b.position_at_end(done)
     for v, c in zip(op.results, carried):
@@ -121,7 +143,7 @@ def _while(ctx: HostCtx, op: ir.While) -> None:
     b.position_at_end(after)
     nexts = [c.next(v) for c, v in zip(carried, run_region(ctx, op.after, forwarded))]
     for c, v in zip(carried, nexts):
-        c.phi.add_incoming(v, b.block)
+        c.close(b.block, v)
     b.branch(header)
     b.position_at_end(done)
     for v, value in zip(op.results, forwarded):
