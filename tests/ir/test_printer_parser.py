@@ -218,6 +218,12 @@ func @gpu_ops(%x: ptr<f16>, %slot: i32) {
   local_store %buf, %slot, %o
   %acc = constant {value = 0.0, type = tile<16x16xf32, mma<[1, 1]>>} : tile<16x16xf32, mma<[1, 1]>>
   %done = dot_wait %acc {pending = 0} : tile<16x16xf32, mma<[1, 1]>>
+  %bulk = local_alloc {shape = (2, 16, 32), elem = f16, layout = shared<8, 2, 4, [2, 1, 0]>, mbarriers = true} : tile<2x16x32xf16, shared<8, 2, 4, [2, 1, 0]>>
+  %row = constant {value = 16, type = i32} : i32
+  %go = constant {value = true, type = i1} : i1
+  %l = load %p, %m, %o, [%row, %slot] {descriptor = "x_desc"} : tile<16x32xf16>
+  tma_copy %bulk, %slot, %p, %m, %go, [%row, %slot] {descriptor = "x_desc"}
+  tma_wait %bulk, %slot, %slot
 }
 """
 

@@ -88,3 +88,16 @@ def test_a_driver_without_the_launch_function_is_named():
         libcuda._declare(libc, "cuLaunchKernelEx", 4)
     strlen = libcuda._declare(libc, "strlen", 1)
     assert strlen.argtypes == [ctypes.c_void_p] and strlen(ctypes.addressof(ctypes.create_string_buffer(b"abc"))) == 3
+
+
+def test_a_tensor_map_takes_128_bytes_on_a_64_byte_boundary():
+    kinds = ["ptr", "i32", libcuda.TENSOR_MAP, "i64", libcuda.TENSOR_MAP]
+    maps = [bytes(range(128)), bytes(range(128, 256))]
+    values = [0x1000, -3, maps[0], 2**40, maps[1]]
+    frame = LaunchFrame(kinds)
+    frame.pack((1, 1, 1), (128, 1, 1), 0, 0, values)
+    assert launched(frame)["values"] == values and list(frame.unpack()) == values
+    params = list((ctypes.c_void_p * len(kinds)).from_address(frame.params_address))
+    assert params[2] % 64 == 0 and params[4] % 64 == 0
+    assert params[3] == params[2] + 128 and params[2] >= params[1] + 8  # no slot overlaps the next
+    assert params[4] + 128 <= frame.config_address + ctypes.sizeof(frame.buffer)

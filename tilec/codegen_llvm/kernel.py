@@ -98,6 +98,7 @@ class Ctx:
         self.shared_bytes = 0
         self.scratch_start = 0  # where the op being lowered may put scratch data
         self.deferred: dict[Value, object] = {}
+        self.extra_params: dict[str, llir.Argument] = {}  # TargetLowering.extra_parameters, by name
         self.users = _users(fn)  # value -> [(user op, its block)]
         tid = lowering.thread_id(self)
         self.tid = tid
@@ -196,7 +197,7 @@ def _located(error: Exception, op: Op, kernel: str) -> CompilationError:
 
 
 # Ops that may write shared memory a deferred read comes from.
-FLUSHING_OPS = ("async_copy", "async_wait", "local_alloc", "local_store", "barrier")
+FLUSHING_OPS = ("async_copy", "async_wait", "tma_copy", "tma_wait", "local_alloc", "local_store", "barrier")
 # Ops whose regions hold control flow (a reduction's combine region is scalar code).
 CONTROL_FLOW = (ir.For, ir.If, ir.While)
 
@@ -249,8 +250,9 @@ def lower(fn: Function, target: Target, lowering: TargetLowering, analyses: Anal
 
     module = llir.Module(fn.name)
     module.triple, module.data_layout = target.triple, target.data_layout
-    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), [param_type(a.type) for a in fn.args]),
-                           fn.name)
+    extra = lowering.extra_parameters(fn)
+    params = [param_type(a.type) for a in fn.args] + [t for _, t, _ in extra]
+    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), params), fn.name)
     kernel.calling_convention = lowering.calling_convention
     builder = llir.IRBuilder(kernel.append_basic_block("entry"))
     ctx = Ctx(fn, target, lowering, analyses, num_warps, module, builder, ("contract",) if fp_fusion else ())
@@ -258,10 +260,14 @@ def lower(fn: Function, target: Target, lowering: TargetLowering, analyses: Anal
         p.name = fn.arg_names[a.index] if a.index < len(fn.arg_names) else f"arg{a.index}"
         is_bool = isinstance(a.type, ScalarType) and a.type.is_bool
         ctx.env[a] = [builder.icmp_unsigned("!=", p, p.type(0)) if is_bool else p]
+    for (name, _, _), p in zip(extra, kernel.args[len(fn.args):]):
+        p.name = name
+        ctx.extra_params[name] = p
     ctx.lower_block(fn.body)
     builder.ret_void()
-    attrs = lowering.kernel_attributes(num_warps)
-    return LLVMKernel(fn.name, _with_kernel_attrs(str(module), kernel, attrs), ctx.shared_bytes)
+    text = _with_kernel_attrs(str(module), kernel, lowering.kernel_attributes(num_warps))
+    return LLVMKernel(fn.name, _with_param_attrs(text, kernel, {name: attrs for name, _, attrs in extra}),
+                      ctx.shared_bytes)
 
 
 def _with_kernel_attrs(text: str, kernel: llir.Function, attrs: dict[str, str]) -> str:
@@ -274,6 +280,19 @@ def _with_kernel_attrs(text: str, kernel: llir.Function, attrs: dict[str, str]) 
     brace = text.index("\n{", start)
     rendered = " ".join(f'"{k}"="{v}"' for k, v in attrs.items())
     return text[:brace] + " " + rendered + text[brace:]
+
+
+def _with_param_attrs(text: str, kernel: llir.Function, attrs: dict[str, str]) -> str:
+    """Give parameters of ``kernel`` (by name) LLVM attributes llvmlite cannot
+    express (``byval(<type>)``, string attributes) in module text ``text``."""
+    if not attrs:
+        return text
+    start = text.index(f'@"{kernel.name}"(')
+    end = text.index("\n", start)
+    line = text[start:end]
+    for name, rendered in attrs.items():
+        line = line.replace(f' %"{name}"', f' {rendered} %"{name}"', 1)
+    return text[:start] + line + text[end:]
 
 
 # --------------------------------------------------------------------------- #

@@ -8,8 +8,6 @@ plan (``Analyses.shared``) gave it.
 """
 from __future__ import annotations
 
-import math
-
 from tilec import ir
 from tilec.ir.layouts import Shared, exact_log2, vector_runs
 from tilec.ir.types import ScalarType, TileType, elem_type
@@ -80,9 +78,7 @@ def read_shared_tile(ctx: Ctx, base, layout: Shared, shape: tuple, elem: ScalarT
 
 @lowers(ir.LocalAlloc)
 def local_alloc(ctx: Ctx, op: ir.LocalAlloc) -> None:
-    t = op.result.type
-    nbytes = math.prod(t.shape) * t.elem.bytes
-    ctx.bind(op.results, [[ctx.shared_at(ctx.plan.offsets[op], nbytes)]])
+    ctx.bind(op.results, [[ctx.shared_at(ctx.plan.offsets[op], op.nbytes)]])
 
 
 @lowers(ir.LocalStore)

@@ -23,6 +23,7 @@ from tilec.codegen_llvm.scalar_base import C_MATH, MathLibrary
 
 if TYPE_CHECKING:
     from tilec.codegen_llvm.kernel import Ctx, Rule
+    from tilec.ir.core import Function
 
 
 class TargetLowering(ABC):
@@ -35,6 +36,12 @@ class TargetLowering(ABC):
     math: MathLibrary = C_MATH
     calling_convention: str = ""  # the kernel function's LLVM calling convention
     shared_address_space: int = 0  # LLVM address space of the block's shared memory
+
+    def extra_parameters(self, fn: Function) -> list[tuple[str, llir.Type, str]]:
+        """Parameters the kernel takes after ``fn``'s arguments, as (name, LLVM
+        type, LLVM parameter attributes): a rule reads one as
+        ``ctx.extra_params[name]``.  None by default."""
+        return []
 
     # --- where this thread is --------------------------------------------------
     @abstractmethod

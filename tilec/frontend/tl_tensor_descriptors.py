@@ -40,9 +40,11 @@ class TensorDescriptor(Aggregate, tl.tensor_descriptor):
     """A tensor descriptor during the walk (see the module doc): ``shape`` and
     ``strides`` are tuples of scalar tensors, as Triton's ``desc.shape``."""
 
-    def __init__(self, base: Tensor, shape: tuple, strides: tuple, block_shape: tuple, padding: str):
+    def __init__(self, base: Tensor, shape: tuple, strides: tuple, block_shape: tuple, padding: str,
+                 param: str = ""):
         self.base, self.shape, self.strides = base, shape, strides
         self.block_shape, self.padding = block_shape, padding
+        self.param = param  # the kernel parameter bound to a host descriptor this is, or ""
 
     @property
     def elem(self) -> ir.ScalarType:
@@ -78,7 +80,9 @@ class TensorDescriptor(Aggregate, tl.tensor_descriptor):
 
     def with_parts(self, parts: tuple) -> "TensorDescriptor":
         r = len(self.block_shape)
-        return TensorDescriptor(parts[0], tuple(parts[1:1 + r]), tuple(parts[1 + r:]), self.block_shape, self.padding)
+        same = all(_handle(a) is _handle(b) for a, b in zip(parts, self.parts()))  # still the parameter's
+        return TensorDescriptor(parts[0], tuple(parts[1:1 + r]), tuple(parts[1 + r:]), self.block_shape, self.padding,
+                                self.param if same else "")
 
     def moving_parts(self) -> tuple:
         return (False,) * len(self.parts())
@@ -96,6 +100,10 @@ class TensorDescriptor(Aggregate, tl.tensor_descriptor):
         return f"<{self.describe()}>"
 
 
+def _handle(part: Any) -> Any:
+    return part.handle if isinstance(part, Tensor) else part
+
+
 def refuse(ctx, message: str) -> NoReturn:
     """Triton's compile error for a bad descriptor: the message is also the error's
     ``__cause__``, where Triton's own tests read it."""
@@ -109,14 +117,15 @@ def descriptor_arg(desc: Any, fname: str) -> TensorDescriptor:
     return desc
 
 
-def descriptor_block(ctx, desc: TensorDescriptor, offsets: Any, fname: str) -> tuple[Tensor, Tensor]:
-    """The pointers and the in-bounds mask of ``desc``'s block at ``offsets`` (int32, one per dimension)."""
+def descriptor_block(ctx, desc: TensorDescriptor, offsets: Any, fname: str) -> tuple[Tensor, Tensor, list]:
+    """The pointers and the in-bounds mask of ``desc``'s block at ``offsets``,
+    and the offsets as ``i32`` scalars (one per dimension)."""
     offs = as_list(offsets)
     if len(offs) != len(desc.block_shape):
         raise TypingError(f"`{fname}`: {desc.describe()} needs {len(desc.block_shape)} offsets, got {len(offs)}")
     offs = index_scalars(ctx, offs, ir.i32, f"the offsets of `{fname}`")
     every_dim = tuple(range(len(desc.block_shape)))
-    return block_access(ctx, desc.base, desc.shape, desc.strides, offs, desc.block_shape, every_dim)
+    return (*block_access(ctx, desc.base, desc.shape, desc.strides, offs, desc.block_shape, every_dim), offs)
 
 
 # --------------------------------------------------------------------------- #
@@ -164,7 +173,8 @@ def kernel_argument(ctx, fn: ir.Function, name: str, param: DescriptorParam, att
         values.append(Tensor(fn.body.add_arg(t, arg_name)))
     r = param.rank
     strides = (*values[1 + r:], constant(ctx, 1, ir.i64))
-    return TensorDescriptor(values[0], tuple(values[1:1 + r]), strides, param.block_shape, param.padding)
+    return TensorDescriptor(values[0], tuple(values[1:1 + r]), strides, param.block_shape, param.padding,
+                            name if param.bulk else "")
 
 
 # --------------------------------------------------------------------------- #
@@ -174,15 +184,23 @@ def kernel_argument(ctx, fn: ir.Function, name: str, param: DescriptorParam, att
 @implements(tl.load_tensor_descriptor)
 def _load_tensor_descriptor(ctx, desc, offsets):
     desc = descriptor_arg(desc, "tl.load_tensor_descriptor")
-    pointers, inside = descriptor_block(ctx, desc, offsets, "tl.load_tensor_descriptor")
-    return masked_load(ctx, pointers, inside, desc.padding, "blocks", cache="", eviction="", volatile=False)
+    pointers, inside, coords = descriptor_block(ctx, desc, offsets, "tl.load_tensor_descriptor")
+    return masked_load(ctx, pointers, inside, desc.padding, "blocks", cache="", eviction="", volatile=False,
+                       **block_of(desc, coords))
+
+
+def block_of(desc: TensorDescriptor, coords: list) -> dict:
+    """What a load of ``desc``'s block at ``coords`` says of it (``ir.Load``'s
+    ``descriptor`` and ``coords``): a backend may copy the block with the
+    tensor memory accelerator from the host descriptor's parameter."""
+    return dict(descriptor=desc.param, coords=[c.handle for c in coords]) if desc.param else {}
 
 
 @implements(tl.store_tensor_descriptor)
 def _store_tensor_descriptor(ctx, desc, offsets, value):
     desc = descriptor_arg(desc, "tl.store_tensor_descriptor")
     val = block_value(ctx, value, desc.elem, desc.block_shape, "tl.store_tensor_descriptor")
-    pointers, inside = descriptor_block(ctx, desc, offsets, "tl.store_tensor_descriptor")
+    pointers, inside, _ = descriptor_block(ctx, desc, offsets, "tl.store_tensor_descriptor")
     ctx.builder.create(ir.Store, ptr=pointers.handle, value=val.handle, mask=inside.handle, cache="", eviction="")
 
 
@@ -208,7 +226,7 @@ def descriptor_atomic(ctx, desc: TensorDescriptor, method: str, offsets: Any, va
                           + ", ".join(dtype_name(t) for t in elems))
     check_atomic_elem(desc.elem, kind, fname)
     val = block_value(ctx, value, desc.elem, desc.block_shape, fname)
-    pointers, inside = descriptor_block(ctx, desc, offsets, fname)
+    pointers, inside, _ = descriptor_block(ctx, desc, offsets, fname)
     emit(ctx, ir.AtomicRMW, kind=kind, ptr=pointers.handle, val=val.handle, mask=inside.handle, sem="relaxed",
          scope="gpu")
 

@@ -3,7 +3,8 @@
 An op is a dataclass whose fields say what they are:
 
 * ``operand()`` -- one ``Value``;  ``optional()`` -- a ``Value`` or ``None``;
-  ``variadic()`` -- a ``list[Value]``;
+  ``variadic()`` -- a ``list[Value]`` (``variadic(trailing=True)``: the op's
+  last operand field, left out of the text form when empty);
 * ``region()`` -- a ``Block`` the op owns (loop bodies, ``if`` branches,
   reduction combiners);
 * ``attr()`` -- anything else: ints, strings, types, tuples.
@@ -85,9 +86,16 @@ def optional():
     return field(default=None, metadata={_KIND: "optional"})
 
 
-def variadic():
-    """An op field holding a list of ``Value``."""
-    return field(default_factory=list, metadata={_KIND: "variadic"})
+def variadic(trailing: bool = False):
+    """An op field holding a list of ``Value``; a ``trailing`` one is the op's
+    last operand field and is left out of its text form when empty (an
+    operand most ops of the class do without)."""
+    return field(default_factory=list, metadata={_KIND: "variadic", "trailing": trailing})
+
+
+def is_trailing(f: dataclasses.Field) -> bool:
+    """Whether ``f`` is a ``variadic(trailing=True)`` field."""
+    return bool(f.metadata.get("trailing"))
 
 
 def region():

@@ -17,8 +17,11 @@ says whether it has them: ``Target.async_copies``): ``async_copy`` starts a
 copy, ``async_commit`` closes the group of copies started since the last
 commit, ``async_wait {pending = N}`` waits until at most ``N`` groups are
 still in flight (for this thread's copies: a ``barrier`` after it makes
-every thread's copies visible).  The interpreter copies at once, which is
-one valid execution.
+every thread's copies visible).  With the tensor memory accelerator
+(``Target.bulk_tensor_copies``) one thread copies a host tensor descriptor's
+whole block (``tma_copy``) and the copy completes on an mbarrier of the
+slot, which every thread waits for (``tma_wait``): no commit, no group.
+The interpreter copies at once, which is one valid execution.
 
 ``dot_wait {pending = N}`` is a ``dot``'s result once at most ``N`` groups
 of the asynchronous matrix instructions this thread issued still run (a
@@ -30,25 +33,41 @@ never merged, moved or deleted.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
-from tilec.ir.core import Op, Value, attr, operand, optional
+from tilec.ir.core import Op, Value, attr, operand, optional, variadic
 from tilec.ir.layouts import Shared
-from tilec.ir.ops import EffectOp, _require
+from tilec.ir.ops import EffectOp, _require, check_block_coords
 from tilec.ir.types import PointerType, ScalarType, TileType, elem_type, i1, i32, shape_of, with_elem
 
 
 @dataclass(eq=False, kw_only=True)
 class LocalAlloc(Op):
     """A shared-memory buffer of ``shape`` ``elem``s held in ``layout``
-    (``slots x tile shape``; its contents start undefined)."""
+    (``slots x tile shape``; its contents start undefined).  With
+    ``mbarriers``, each slot also has a barrier the ``tma_copy``s into it
+    arrive on (``tma_wait`` waits for it)."""
 
     NAME = "local_alloc"
     PURE = False
     shape: tuple = attr()
     elem: Any = attr()
     layout: Any = attr()
+    mbarriers: bool = attr(False)
+
+    MBARRIER_BYTES: ClassVar[int] = 8
+
+    @property
+    def mbarrier_offset(self) -> int:
+        """Where the mbarriers start in the buffer: right after its slots (8-byte aligned)."""
+        return -(-math.prod(self.shape) * self.elem.bytes // self.MBARRIER_BYTES) * self.MBARRIER_BYTES
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the buffer: its slots, then an 8-byte mbarrier a slot when it has them."""
+        return self.mbarrier_offset + (self.MBARRIER_BYTES * self.shape[0] if self.mbarriers else 0)
 
     def infer_types(self):
         return [TileType(tuple(self.shape), self.elem, self.layout)]
@@ -80,17 +99,73 @@ class AsyncCopy(EffectOp):
     other: Optional[Value] = optional()
 
     def verify(self):
+        _check_copy(self, self.buf, self.slot, self.ptr, self.mask, self.other)
+
+
+def _check_copy(op: Op, buf: Value, slot: Value, ptr: Value, mask: Optional[Value], other: Optional[Value]) -> None:
+    """A copy of the tile at ``ptr`` (``mask``, ``other`` as a load's) into slot ``slot`` of ``buf``."""
+    _check_buffer_slot(op, buf, slot)
+    t, bt = ptr.type, buf.type
+    _require(op, isinstance(elem_type(t), PointerType) and isinstance(t, TileType), f"needs a tile of pointers, got {t}")
+    _require(op, t.shape == bt.shape[1:], f"pointers {t.shape} do not fit a slot of {bt}")
+    _require(op, elem_type(t).elem == bt.elem, f"pointers to {elem_type(t).elem} copied into {bt.elem}")
+    if mask is not None:
+        _require(op, mask.type == with_elem(t, i1), f"mask type {mask.type} does not match {t}")
+    if other is not None:
+        want = with_elem(t, bt.elem)
+        _require(op, other.type == want, f"other has type {other.type}, expected {want}")
+
+
+@dataclass(eq=False, kw_only=True)
+class TmaCopy(EffectOp):
+    """Where ``pred`` (an ``i1`` scalar) holds, start copying the block at
+    ``coords`` of the host tensor descriptor parameter ``descriptor`` into
+    slot ``slot`` of ``buf`` with the tensor memory accelerator; the copy
+    arrives on the slot's mbarrier (``buf`` has ``mbarriers``), which
+    ``tma_wait`` waits for.  ``ptr`` and ``mask`` are the block's elements and
+    where they lie inside the tensor (its load's, ``ir.Load``): what the
+    interpreter copies, elements outside it 0.  Where ``pred`` is false the
+    slot keeps what it held."""
+
+    NAME = "tma_copy"
+    buf: Value = operand()
+    slot: Value = operand()
+    ptr: Value = operand()
+    mask: Optional[Value] = optional()
+    pred: Value = operand()
+    coords: list = variadic()
+    descriptor: str = attr()
+
+    def verify(self):
+        _check_copy(self, self.buf, self.slot, self.ptr, self.mask, None)
+        _require(self, isinstance(self.buf.owner, LocalAlloc) and self.buf.owner.mbarriers,
+                 "the buffer has no mbarriers (local_alloc {mbarriers = true})")
+        _require(self, self.pred.type == i1, f"pred must be an i1 scalar, got {self.pred.type}")
+        check_block_coords(self, self.ptr, self.coords, self.descriptor)
+
+    @property
+    def other(self) -> None:
+        """Elements outside the tensor become 0 (what a load's ``other`` says)."""
+        return None
+
+
+@dataclass(eq=False, kw_only=True)
+class TmaWait(EffectOp):
+    """Wait until the ``tma_copy``s into slot ``slot`` of ``buf`` have landed:
+    its mbarrier has completed phase ``phase`` (an ``i32``, 0 or 1: the
+    parity of how many times the slot was filled before, as the pipeliner
+    counts)."""
+
+    NAME = "tma_wait"
+    buf: Value = operand()
+    slot: Value = operand()
+    phase: Value = operand()
+
+    def verify(self):
         _check_buffer_slot(self, self.buf, self.slot)
-        t, buf = self.ptr.type, self.buf.type
-        _require(self, isinstance(elem_type(t), PointerType) and isinstance(t, TileType),
-                 f"needs a tile of pointers, got {t}")
-        _require(self, t.shape == buf.shape[1:], f"pointers {t.shape} do not fit a slot of {buf}")
-        _require(self, elem_type(t).elem == buf.elem, f"pointers to {elem_type(t).elem} copied into {buf.elem}")
-        if self.mask is not None:
-            _require(self, self.mask.type == with_elem(t, i1), f"mask type {self.mask.type} does not match {t}")
-        if self.other is not None:
-            want = with_elem(t, buf.elem)
-            _require(self, self.other.type == want, f"other has type {self.other.type}, expected {want}")
+        _require(self, isinstance(self.buf.owner, LocalAlloc) and self.buf.owner.mbarriers,
+                 "the buffer has no mbarriers (local_alloc {mbarriers = true})")
+        _require(self, self.phase.type == i32, f"phase must be a scalar i32, got {self.phase.type}")
 
 
 @dataclass(eq=False, kw_only=True)
@@ -147,7 +222,8 @@ class LocalStore(EffectOp):
                  f"stores {t} into a slot of {buf}")
 
 
-__all__ = ["LocalAlloc", "AsyncCopy", "AsyncCommit", "AsyncWait", "LocalLoad", "LocalStore", "DotWait"]
+__all__ = ["LocalAlloc", "AsyncCopy", "TmaCopy", "TmaWait", "AsyncCommit", "AsyncWait", "LocalLoad", "LocalStore",
+           "DotWait"]
 
 
 @dataclass(eq=False, kw_only=True)

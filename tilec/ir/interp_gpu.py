@@ -9,7 +9,9 @@ A buffer starts as poison (NaN, or all bits set for ints), so a read of a
 slot no copy filled shows in the results.
 
 ``async_copy`` copies at once (``masked_load``, the same reading as
-``load``), ``local_store`` writes the registers' values; ``async_commit`` and ``async_wait`` have nothing left to do.
+``load``), ``tma_copy`` too in the programs where its ``pred`` holds,
+``local_store`` writes the registers' values; ``async_commit``,
+``async_wait`` and ``tma_wait`` have nothing left to do.
 """
 from __future__ import annotations
 
@@ -50,6 +52,14 @@ def _async_copy(op, frame):
     buffers[rows, slots] = masked_load(op, frame, "async_copy")
 
 
+@runs(gpu.TmaCopy)
+def _tma_copy(op, frame):
+    buffers, rows, slots = _slot_index(op, frame)
+    block = np.broadcast_to(masked_load(op, frame, "tma_copy"), rows.shape + tuple(op.ptr.type.shape))
+    copying = np.broadcast_to(frame[op.pred], rows.shape)
+    buffers[rows[copying], np.broadcast_to(slots, rows.shape)[copying]] = block[copying]
+
+
 @runs(gpu.LocalStore)
 def _local_store(op, frame):
     buffers, rows, slots = _slot_index(op, frame)
@@ -68,6 +78,6 @@ def _dot_already_done(op, frame):
     frame.bind(op.results, [frame[op.value]])
 
 
-@runs(gpu.AsyncCommit, gpu.AsyncWait)
+@runs(gpu.AsyncCommit, gpu.AsyncWait, gpu.TmaWait)
 def _copies_already_done(op, frame):
     """``async_copy`` copied at once: there is never a copy in flight."""

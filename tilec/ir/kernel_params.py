@@ -31,6 +31,10 @@ class DescriptorParam:
     pointer: PointerType
     block_shape: tuple
     padding: str
+    # whether the tensor memory accelerator can read the tensor: no dim is 0 and
+    # every stride but the last is positive and under 2**40 bytes (the host
+    # descriptor already has 16-byte aligned base and strides)
+    bulk: bool = True
 
     @property
     def rank(self) -> int:
@@ -43,7 +47,8 @@ class DescriptorParam:
         return [(name, self.pointer), *shape, *strides]
 
     def __str__(self) -> str:
-        return f"tensordesc<{self.pointer.elem}[{', '.join(map(str, self.block_shape))}], {self.padding}>"
+        bulk = "" if self.bulk else ", no bulk copies"
+        return f"tensordesc<{self.pointer.elem}[{', '.join(map(str, self.block_shape))}], {self.padding}{bulk}>"
 
 
 def ir_arguments(name: str, t: object) -> list[tuple[str, Type]]:

@@ -529,16 +529,24 @@ def _pointee(t: Type) -> Type:
 class Load(Op):
     """Read ``*ptr`` where ``mask`` (default all) is true, ``other`` (default
     undefined; the interpreter gives 0) elsewhere.  Masked-off addresses are
-    never touched."""
+    never touched.
+
+    A load of a block of a host tensor descriptor (a kernel parameter) says
+    so: ``descriptor`` names the parameter and ``coords`` (``i32`` scalars,
+    one a dim) are the block's offsets.  ``ptr``, ``mask`` and ``other``
+    still say everything the load does; the two only let a backend copy the
+    block with the tensor memory accelerator instead (``tma_copy``)."""
 
     NAME = "load"
     PURE = False
     ptr: Value = operand()
     mask: Optional[Value] = optional()
     other: Optional[Value] = optional()
+    coords: list = variadic(trailing=True)
     cache: str = attr("")
     eviction: str = attr("")
     volatile: bool = attr(False)
+    descriptor: str = attr("")
 
     def infer_types(self):
         return [_pointee(self.ptr.type)]
@@ -549,6 +557,19 @@ class Load(Op):
         if self.other is not None:
             _require(self, self.other.type == _pointee(self.ptr.type),
                      f"other has type {self.other.type}, expected {_pointee(self.ptr.type)}")
+        check_block_coords(self, self.ptr, self.coords, self.descriptor)
+
+
+def check_block_coords(op: Op, ptr: Value, coords: list, descriptor: str) -> None:
+    """A descriptor's block at ``coords``: one ``i32`` scalar per dim of the
+    pointer tile ``ptr``, given exactly when ``descriptor`` names one."""
+    if not descriptor:
+        _require(op, not coords, "coords without a descriptor")
+        return
+    shape = shape_of(ptr.type)
+    _require(op, len(coords) == len(shape) > 0,
+             f"a block of descriptor {descriptor!r} needs {len(shape)} coords, got {len(coords)}")
+    _require(op, all(c.type == i32 for c in coords), "a block's coords must be i32 scalars")
 
 
 @dataclass(eq=False, kw_only=True)

@@ -19,7 +19,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, NoReturn, Optional
 
-from tilec.ir.core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value
+from tilec.ir.core import UNKNOWN_LOC, Block, Function, Loc, Module, Op, Value, is_trailing
 from tilec.ir.ops import all_op_classes
 from tilec.ir.layouts import LAYOUT_WORDS, Layout
 from tilec.ir.types import SCALAR_TYPES, PointerType, ScalarType, TileType, Type
@@ -298,7 +298,10 @@ class _Parser:
         kind = {f.name: k for k in _OPERAND_KINDS for f in cls.fields_of_kind(k)}
         out: dict[str, Any] = {}
         for i, f in enumerate(fields):
-            if i:
+            if is_trailing(f) and not self.accept(","):
+                out[f.name] = []
+                continue
+            if i and not is_trailing(f):
                 names = ", ".join(g.name for g in fields)
                 self.expect(",", f" (`{cls.NAME}` takes operands {names})")
             out[f.name] = self.operand(kind[f.name])

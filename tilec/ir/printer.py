@@ -8,8 +8,8 @@ One op a line, in a generic shape shared by every op::
     }
 
 Operands follow the op's field order: one value ``%x``, an absent optional
-``_``, a variadic list ``[...]``.  Only attributes that differ from their
-default are printed.  Each region follows as a brace-delimited block whose
+``_``, a variadic list ``[...]`` (a trailing one only when not empty).
+Only attributes that differ from their default are printed.  Each region follows as a brace-delimited block whose
 first line ``^(...)`` names its arguments (left out when there are none).
 With ``locs=True`` every op ends with ``loc("file":line:col)``.
 """
@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from tilec.ir.core import Block, Function, Module, Op, Value
+from tilec.ir.core import Block, Function, Module, Op, Value, is_trailing
 
 
 def print_module(module: Module, locs: bool = False) -> str:
@@ -128,6 +128,8 @@ class _Printer:
         parts = []
         for f in op.fields_of_kind("operand", "optional", "variadic"):
             v = getattr(op, f.name)
+            if is_trailing(f) and not v:
+                continue
             parts.append("[" + ", ".join(self.ref(x) for x in v) + "]" if isinstance(v, list) else self.ref(v))
         attrs = [f"{f.name} = {format_attr(getattr(op, f.name))}" for f in op.fields_of_kind("attr")
                  if not _is_default(f, getattr(op, f.name))]

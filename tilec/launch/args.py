@@ -365,7 +365,9 @@ def _descriptor_arg(name: str, d: TensorDescriptor, where: str) -> KernelArg:
     base = make(name, d.base, where)
     if not all(0 <= n < 2**31 for n in d.shape):
         raise ValueError(f"{where}: a TensorDescriptor's shape must fit in int32, got {d.shape}")
-    param = DescriptorParam(base.type, tuple(d.block_shape), d.padding)
+    elem_bytes = base.type.elem.bytes
+    bulk = all(n > 0 for n in d.shape) and all(0 < s * elem_bytes < 2**40 for s in d.strides[:-1])
+    param = DescriptorParam(base.type, tuple(d.block_shape), d.padding, bulk)
     value = (base.value, *(np.int32(n) for n in d.shape), *(np.int64(s) for s in d.strides[:-1]))
     return KernelArg(name, param, value, base.attrs, base.place, base.device)
 

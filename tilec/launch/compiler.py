@@ -110,6 +110,9 @@ class KernelMetadata:
     bytes_formula: str = "0"
     flops_formula: str = "0"
     arithmetic_intensity: Optional[float] = None
+    # the tensor maps the kernel takes after its arguments, as
+    # [descriptor parameter, [box...] innermost first, swizzle bytes] (NVIDIA's ``tma.py``)
+    tensor_maps: list = field(default_factory=list)
 
 
 @dataclass(eq=False)

@@ -25,7 +25,6 @@ reduction across warps) above it.  ``size`` is the most any op needs.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from tilec import ir
@@ -65,7 +64,7 @@ def plan_shared(fn: Function) -> SharedPlan:
     spans, loops_of = _number(fn.body, plan.points)
     for op in plan.points:
         if isinstance(op, ir.LocalAlloc):
-            plan.sizes[op] = math.prod(op.shape) * op.elem.bytes
+            plan.sizes[op] = op.nbytes
             plan.ranges[op] = _live_range(op, plan.points, spans, loops_of)
     for alloc in plan.ranges:  # dicts keep program order
         plan.offsets[alloc] = _first_fit(plan, alloc)

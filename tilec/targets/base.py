@@ -50,6 +50,9 @@ class Target:
     # whether a thread can start copies from global to shared memory and wait
     # for them later (``ir.gpu_ops``): software pipelining needs them
     async_copies: bool = False
+    # whether one thread can copy a whole block of a described tensor to shared
+    # memory and every thread wait on a barrier for it (``tma_copy``, ``tma_wait``)
+    bulk_tensor_copies: bool = False
 
     @property
     def every_matrix_instruction(self) -> tuple[MatrixInstruction, ...]:

@@ -29,7 +29,7 @@ import ctypes
 import functools
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from tilec.environment import sync_enabled
 from tilec.errors import TilecError
@@ -112,9 +112,10 @@ class Loaded:
     ``launch(grid, values, stream)`` runs it over ``grid`` (three ints) on
     ``stream`` (None: torch's current one); ``values`` holds every bound
     argument's launch value in signature order (addresses for arrays), of
-    which the kernel takes those at ``positions``.  It is generated for this
-    kernel (``make_launcher``): one ``pack_into`` writes grid, stream and
-    parameters into ``frame``, one ctypes call queues it."""
+    which the kernel takes those at ``positions``, then a tensor map made
+    from them by each of ``tensor_maps``.  It is generated for this kernel
+    (``make_launcher``): one ``pack_into`` writes grid, stream and parameters
+    into ``frame``, one ctypes call queues it."""
 
     kernel: cd.Kernel
     context: Any
@@ -124,6 +125,7 @@ class Loaded:
     block: tuple[int, int, int]
     shared: int
     sync: bool
+    tensor_maps: tuple["TensorMapSource", ...] = ()
     launch: Callable[[tuple[int, int, int], Sequence, Any], None] = field(init=False)
 
     def __post_init__(self):
@@ -144,8 +146,9 @@ def load(compiled: CompiledKernel, args: Sequence[KernelArg], device: int) -> Lo
         if pushed:
             cd.leave_context()
     names = [name for name, _ in launch_values(args)]
+    maps = tuple(TensorMapSource.of(compiled, names, *m) for m in compiled.metadata.tensor_maps)
     return Loaded(kernel, ctx, int(ctx), parameter_frame(compiled), tuple(names.index(n) for n in compiled.fn.arg_names),
-                  (threads, 1, 1), compiled.metadata.shared, sync_enabled())
+                  (threads, 1, 1), compiled.metadata.shared, sync_enabled(), maps)
 
 
 def _load_module(compiled: CompiledKernel, device: int) -> cd.Module:
@@ -159,8 +162,50 @@ def _load_module(compiled: CompiledKernel, device: int) -> cd.Module:
 
 
 def parameter_frame(compiled: CompiledKernel) -> libcuda.LaunchFrame:
-    """The launch frame for the kernel's parameters: ``fn.args`` in order, pointers as addresses."""
-    return libcuda.LaunchFrame(["ptr" if isinstance(a.type, PointerType) else a.type.name for a in compiled.fn.args])
+    """The launch frame for the kernel's parameters: ``fn.args`` in order,
+    pointers as addresses, then its tensor maps."""
+    kinds = ["ptr" if isinstance(a.type, PointerType) else a.type.name for a in compiled.fn.args]
+    return libcuda.LaunchFrame(kinds + [libcuda.TENSOR_MAP] * len(compiled.metadata.tensor_maps))
+
+
+@dataclass(frozen=True, eq=False)
+class TensorMapSource:
+    """How a launch makes one of the kernel's tensor maps (``tma.py``): from
+    the launch values at ``base`` (an address), ``shape`` and ``strides`` (a
+    host descriptor's, strides in elements, the last 1 left out), read in
+    ``box``es with ``swizzle``.  Encoded once per distinct tensor (the last
+    few are kept): the driver's encoding costs more than a launch."""
+
+    base: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    elem_bytes: int
+    box: tuple[int, ...]
+    swizzle: int
+    encoded: dict = field(default_factory=dict)
+
+    KEPT: ClassVar[int] = 16
+
+    @staticmethod
+    def of(compiled: CompiledKernel, names: list[str], descriptor: str, box: list, swizzle: int) -> "TensorMapSource":
+        """The source of tensor map ``[descriptor, box, swizzle]`` of ``compiled``'s
+        metadata, ``names`` the launch values' names."""
+        r = len(box)
+        base_type = compiled.fn.args[compiled.fn.arg_names.index(descriptor)].type
+        return TensorMapSource(names.index(descriptor), tuple(names.index(f"{descriptor}_shape{i}") for i in range(r)),
+                               tuple(names.index(f"{descriptor}_stride{i}") for i in range(r - 1)),
+                               base_type.elem.bytes, tuple(box), swizzle)
+
+    def __call__(self, values: Sequence) -> bytes:
+        key = (values[self.base], *(int(values[i]) for i in self.shape), *(int(values[i]) for i in self.strides))
+        got = self.encoded.get(key)
+        if got is None:
+            if len(self.encoded) >= self.KEPT:
+                self.encoded.clear()
+            r = len(self.shape)
+            got = self.encoded[key] = cd.encode_tensor_map(key[0], self.elem_bytes, key[1:1 + r], key[1 + r:],
+                                                           self.box, self.swizzle)
+        return got
 
 
 # --- the generated launcher -----------------------------------------------------
@@ -202,7 +247,9 @@ def make_launcher(loaded: Loaded) -> Callable[[tuple[int, int, int], Sequence, A
     frame = loaded.frame
     source = _LAUNCHER.format(
         device=loaded.kernel.device, block=", ".join(map(str, loaded.block)), shared=loaded.shared,
-        values=", ".join(f"values[{i}]" for i in loaded.positions), current_address=ctypes.addressof(current),
+        values=", ".join([f"values[{i}]" for i in loaded.positions]
+                         + [f"tensor_maps[{j}](values)" for j in range(len(loaded.tensor_maps))]),
+        current_address=ctypes.addressof(current),
         context=loaded.context_handle, config_address=frame.config_address, function=loaded.kernel.address,
         params_address=frame.params_address, name=loaded.kernel.name)
     if loaded.sync:
@@ -213,6 +260,7 @@ def make_launcher(loaded: Loaded) -> Callable[[tuple[int, int, int], Sequence, A
                      get_current=lib.ctx_get_current, launch_kernel_ex=lib.launch_kernel_ex,
                      blame_earlier=_blame_earlier, launch_error=libcuda.launch_error, kernel=loaded.kernel,
                      launch_pushed=_launch_pushed, loaded=loaded, last_launched=_last_launched,
+                     tensor_maps=loaded.tensor_maps,
                      synchronize=cd.synchronize)
     exec(source, namespace)
     return namespace["launch"]

@@ -12,6 +12,8 @@ Everything here is a thin, checked wrapper over the driver API:
   changing the caller's current device for good;
 * ``function_attribute``, ``pointer_device`` and ``synchronize`` serve the
   launcher's resource checks, device lookup and ``TILEC_SYNC=1`` mode;
+  ``encode_tensor_map`` makes the tensor maps kernels copy host descriptors'
+  blocks with (``tma.py``);
 * launches themselves go through ctypes (``libcuda.py``): cuda-python's
   argument conversion alone cost more than the whole launch may.
 
@@ -280,6 +282,34 @@ def function_attribute(kernel: Kernel, name: str) -> int:
     drv = driver()
     attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
     return check(drv.cuFuncGetAttribute(attr, kernel.handle), f"kernel `{kernel.name}`: reading {name}")
+
+
+# cuTensorMapEncodeTiled's swizzle enum by atom row bytes, and its unsigned data type by element bytes.
+_SWIZZLE_NAMES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
+_UNSIGNED_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
+
+
+def encode_tensor_map(address: int, elem_bytes: int, shape: Sequence[int], strides: Sequence[int],
+                      box: Sequence[int], swizzle: int) -> bytes:
+    """The 128 bytes of a ``CUtensorMap`` over the tensor at ``address`` of
+    ``shape`` (outermost dim first) and leading ``strides`` (in elements; the
+    last dim is contiguous), copied in boxes of ``box`` elements (innermost
+    first) into shared memory with the ``swizzle``-byte pattern.  Elements
+    are copied as unsigned integers of their width (bits, not values: out of
+    the tensor they are 0); L2 fetches 256-byte lines."""
+    drv = driver()
+    u32, u64 = drv.cuuint32_t, drv.cuuint64_t
+    dims = [u64(int(n)) for n in reversed(shape)]
+    byte_strides = [u64(int(s) * elem_bytes) for s in reversed(strides)]
+    got = check(drv.cuTensorMapEncodeTiled(
+        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_UNSIGNED_TYPES[elem_bytes]}"), u32(len(dims)),
+        address, dims, byte_strides, [u32(n) for n in box], [u32(1)] * len(dims),
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{_SWIZZLE_NAMES[swizzle]}"),
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        f"encoding a tensor map of shape {list(shape)}, strides {list(strides)}, box {list(box)}")
+    return ctypes.string_at(got.getPtr(), 128)
 
 
 def pointer_device(address: int) -> int:

@@ -43,6 +43,9 @@ class CUlaunchConfig(ctypes.Structure):
 CONFIG_FORMAT = "<7I4xQ16x"
 assert struct.calcsize(CONFIG_FORMAT) == ctypes.sizeof(CUlaunchConfig) == 56
 
+# A tensor map (CUtensorMap) parameter: 128 bytes passed by value, 64-byte aligned.
+TENSOR_MAP = "tmap"
+TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN = 128, 64
 # struct codes for each scalar kind a kernel parameter can have; every value
 # gets its own 8-byte, 8-aligned slot (enough for any of them).
 ARG_FORMATS: dict[str, str] = {
@@ -50,6 +53,7 @@ ARG_FORMATS: dict[str, str] = {
     "i8": "b", "i16": "h", "i32": "i", "i64": "q",
     "u8": "B", "u16": "H", "u32": "I", "u64": "Q",
     "f16": "e", "f32": "f", "f64": "d",
+    TENSOR_MAP: f"{TENSOR_MAP_BYTES}s",
 }
 SLOT = 8
 PACK_ERRORS = (struct.error, OverflowError, TypeError)
@@ -115,8 +119,9 @@ def device_pointer(value: Any) -> int:
 
 class LaunchFrame:
     """The memory ``cuLaunchKernelEx`` reads for one loaded kernel, built once:
-    a ``CUlaunchConfig`` (at ``config_address``), one 8-byte slot a parameter,
-    and the ``void**`` array of the slots' addresses (``params_address``).
+    a ``CUlaunchConfig`` (at ``config_address``), one 8-byte slot a parameter
+    (128 bytes, 64-byte aligned, for a tensor map), and the ``void**`` array
+    of the slots' addresses (``params_address``).
 
     ``kinds`` lists the parameters' kinds (``"ptr"``, ``"i32"``, ``"f32"``...).
     A launch writes grid, block, shared bytes, stream and parameters with one
@@ -130,13 +135,16 @@ class LaunchFrame:
             raise TilecError(f"kernel parameter kind {unknown[0]!r} cannot be passed to a CUDA kernel; "
                              f"known kinds: {', '.join(ARG_FORMATS)}")
         self.kinds = tuple(kinds)
-        self.format = CONFIG_FORMAT + "".join(_slot_format(k) for k in self.kinds)
-        self.pack_into = struct.Struct(self.format).pack_into
         config = ctypes.sizeof(CUlaunchConfig)
-        self.buffer = (ctypes.c_uint64 * (config // SLOT + len(self.kinds)))()  # c_uint64: 8-aligned slots
+        maps = self.kinds.count(TENSOR_MAP)
+        room = config + SLOT * len(self.kinds) + (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN) * maps
+        self.buffer = (ctypes.c_uint64 * (room // SLOT))()  # c_uint64: 8-aligned slots
         self.config_address = ctypes.addressof(self.buffer)
+        offsets = _slot_offsets(self.kinds, self.config_address, config)
+        self.format = CONFIG_FORMAT + _slots_format(self.kinds, offsets, config)
+        self.pack_into = struct.Struct(self.format).pack_into
         n = len(self.kinds)
-        self.params = (ctypes.c_void_p * max(n, 1))(*(self.config_address + config + SLOT * i for i in range(n)))
+        self.params = (ctypes.c_void_p * max(n, 1))(*(self.config_address + at for at in offsets))
         self.params_address = ctypes.addressof(self.params) if n else 0  # kernelParams (void**); NULL for none
 
     def pack(self, grid: Sequence[int], block: Sequence[int], shared: int, stream: int,
@@ -169,9 +177,26 @@ class LaunchFrame:
         return struct.unpack_from(self.format, self.buffer, 0)[8:]
 
 
-def _slot_format(kind: str) -> str:
-    code = ARG_FORMATS[kind]
-    return f"{code}{SLOT - struct.calcsize('<' + code)}x"
+def _slot_offsets(kinds: Sequence[str], address: int, start: int) -> list[int]:
+    """Each parameter's offset in a frame at ``address`` whose slots begin at
+    ``start``: 8 bytes each, a tensor map 128 on a 64-byte aligned address."""
+    offsets, at = [], start
+    for kind in kinds:
+        if kind == TENSOR_MAP:
+            at += -(address + at) % TENSOR_MAP_ALIGN
+        offsets.append(at)
+        at += TENSOR_MAP_BYTES if kind == TENSOR_MAP else SLOT
+    return offsets
+
+
+def _slots_format(kinds: Sequence[str], offsets: Sequence[int], start: int) -> str:
+    """The ``struct`` format of the slots: each value at its offset, padding between."""
+    out, at = [], start
+    for kind, offset in zip(kinds, offsets):
+        code = ARG_FORMATS[kind]
+        out.append(f"{offset - at}x{code}")
+        at = offset + struct.calcsize("<" + code)
+    return "".join(out)
 
 
 def read_launch(config_address: int, params_address: int, kinds: Sequence[str]) -> dict[str, Any]:

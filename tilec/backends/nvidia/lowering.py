@@ -16,8 +16,10 @@ orders against the host and other GPUs, on every try of every spinning
 program.
 
 The math library is libdevice (``NvidiaMath``); the tensor-core,
-asynchronous-copy and other special-register rules come from ``mma.py``,
-``async_copy.py`` and ``special_registers.py``.
+asynchronous-copy, tensor-memory-accelerator and other special-register
+rules come from ``mma.py``, ``async_copy.py``, ``tma.py`` and
+``special_registers.py``.  The tensor maps the kernel's ``tma_copy``s read
+are parameters after its own (``extra_parameters``).
 """
 from __future__ import annotations
 
@@ -33,11 +35,12 @@ from tilec.codegen_llvm.kernel import I32, I64, Ctx
 from tilec.codegen_llvm.maps import emit_inline_asm
 from tilec.codegen_llvm.scalar_base import MathFn, MathLibrary, call
 from tilec.codegen_llvm.scalar_math import MATH, library
-from tilec.backends.nvidia import async_copy, atomics, cache_hints, mma, special_registers
+from tilec.backends.nvidia import async_copy, atomics, cache_hints, mma, special_registers, tma
 from tilec.backends.nvidia.libdevice import LIBDEVICE_PREFIX
 from tilec.backends.nvidia.target import launch_bounds_attrs
 
 SHARED_SPACE = 3  # NVPTX's address space of shared memory
+TENSOR_MAP_ATTRIBUTES = 'byval([128 x i8]) align 64 "nvvm.grid_constant"'
 _SYNCSCOPE = {"gpu": "device", "cta": "block", "sys": None}
 
 
@@ -80,13 +83,18 @@ class NvidiaLowering(TargetLowering):
     maxnreg: Optional[int] = None
 
     name = "NVIDIA"
-    rules = {**mma.RULES, **async_copy.RULES, **special_registers.RULES}
+    rules = {**mma.RULES, **async_copy.RULES, **tma.RULES, **special_registers.RULES}
     math = NvidiaMath()
     calling_convention = "ptx_kernel"
     shared_address_space = SHARED_SPACE
 
     def thread_id(self, ctx: Ctx) -> llir.Value:
         return _special_register(ctx, "tid.x")
+
+    def extra_parameters(self, fn) -> list[tuple[str, llir.Type, str]]:
+        """A ``CUtensorMap`` a tensor map: 128 bytes by value, 64-byte aligned,
+        read in place (``nvvm.grid_constant``: its address is the parameter's own)."""
+        return [(m.parameter, GENERIC, TENSOR_MAP_ATTRIBUTES) for m in tma.tensor_maps(fn)]
 
     def program_id(self, ctx: Ctx, axis: int) -> llir.Value:
         return _special_register(ctx, "ctaid." + "xyz"[axis])

@@ -55,6 +55,7 @@ from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, next_
 from tilec.opt.rewrite import rebuild
 from tilec.targets.base import Target
 from tilec.backends.nvidia.dot_overlap import Overlap, overlapped_dot
+from tilec.backends.nvidia.tma import tensor_map_for
 
 
 def pipeline_loops(fn: Function, num_stages: int, target: Target, num_warps: int) -> Function:
@@ -76,7 +77,7 @@ def pipeline_loops(fn: Function, num_stages: int, target: Target, num_warps: int
         overlap = overlapped_dot(op, users, partial(_operand_buffer_layout, stages), num_warps, target)
         if overlap is not None and overlap.deferred and not _waitable_in_last_stage(stages, overlap):
             overlap = None
-        return _Pipeliner(stages, num_stages, vmap, overlap).emit()
+        return _Pipeliner(stages, num_stages, vmap, overlap, target.bulk_tensor_copies).emit()
 
     return rebuild(fn, rewrite)
 
@@ -114,11 +115,14 @@ class _Pipeliner(StageEmitter):
     """Emits the pipelined form of one loop (module docstring) into the
     enclosing block (``self.out``), reading outer values through ``vmap``."""
 
-    def __init__(self, stages: LoopStages, num_stages: int, vmap: dict, overlap: Optional[Overlap]):
+    def __init__(self, stages: LoopStages, num_stages: int, vmap: dict, overlap: Optional[Overlap],
+                 bulk_copies: bool):
         super().__init__(stages, vmap)
         self.n, self.overlap = num_stages, overlap
         # a dot left running still reads the slot of the iteration before: one more slot
         self.slots = num_stages + (overlap is not None)
+        self.tma = {load for load in stages.loads if bulk_copies and _bulk_copyable(load, self.slots)}
+        self.cp_async = [load for load in stages.loads if load not in self.tma]
 
     def emit(self) -> list[Op]:
         loop, out = self.s.loop, self.out
@@ -130,7 +134,8 @@ class _Pipeliner(StageEmitter):
             iv = self.lower if p == 0 else out.value(ir.Add, lhs=self.lower, rhs=step)
             carried = self.copies(out, iv, carried, self.const(p))
         new_loop = self.main_loop(carried)
-        out.create(ir.AsyncWait, pending=0)
+        if self.cp_async:
+            out.create(ir.AsyncWait, pending=0)
         out.create(ir.Barrier)
         self.vmap.update(zip(loop.results, new_loop.results))
         if self.overlap is not None:
@@ -146,31 +151,43 @@ class _Pipeliner(StageEmitter):
         shape = (self.slots,) + t.shape
         name = f"{load.result.name}_smem" if load.result.name else None
         return self.out.value(ir.LocalAlloc, name=name, shape=shape, elem=t.elem.elem,
-                              layout=buffer_layout(load, self.slots))
+                              layout=buffer_layout(load, self.slots), mbarriers=load in self.tma)
 
     def copies(self, b: Builder, iv: Value, carried: list[Value], slot: Value) -> list[Value]:
-        """Stage 0 at ``iv`` with its loads as copies into ``slot``, one group (``StageEmitter.stage0``)."""
+        """Stage 0 at ``iv`` with its loads as copies into ``slot``, the
+        ``cp.async`` ones one group (``StageEmitter.stage0``)."""
         carried = self.stage0(b, iv, carried, partial(self.copy, slot=slot))
-        b.create(ir.AsyncCommit)
+        if self.cp_async:
+            b.create(ir.AsyncCommit)
         return carried
 
     def copy(self, b: Builder, load: ir.Load, vmap, valid: Value, slot: Value) -> None:
-        """``load`` as an ``async_copy`` into ``slot``, masked by ``valid`` too."""
+        """``load`` as a copy into ``slot``, masked by ``valid`` too: a ``tma_copy``
+        of its descriptor's block where it can be one, else an ``async_copy``."""
         ptr, mask = self.masked(b, load, vmap, valid)
         with b.located(load.loc):
-            b.create(ir.AsyncCopy, buf=self.bufs[load], slot=slot, ptr=ptr, mask=mask)
+            if load in self.tma:
+                b.create(ir.TmaCopy, buf=self.bufs[load], slot=slot, ptr=ptr, mask=mask, pred=valid,
+                         coords=[vmap.get(c, c) for c in load.coords], descriptor=load.descriptor)
+            else:
+                b.create(ir.AsyncCopy, buf=self.bufs[load], slot=slot, ptr=ptr, mask=mask)
 
     def main_loop(self, carried: list[Value]) -> ir.For:
         """The loop over the original range, its body in a fresh block."""
         loop, n = self.s.loop, self.n
         ahead, slot_consts = self.const((n - 1) * self.s.step, self.bound_type), self.slot_consts()
-        inits = carried + [self.const(0), self.const(n - 1)]
+        inits = carried + [self.const(0), self.const(n - 1)] + [self.const(0)] * bool(self.tma)
         new = ir.For(lower=self.lower, upper=self.upper, step=self.outer(loop.step), inits=inits, loc=loop.loc)
         iv = new.body.add_arg(self.bound_type, loop.body.args[0].name)
         args = [new.body.add_arg(a.type, a.name) for a in loop.body.args[1:]]
         read, write = new.body.add_arg(i32, "read_slot"), new.body.add_arg(i32, "write_slot")
+        phase = new.body.add_arg(i32, "read_phase") if self.tma else None
         b = Builder(new.body, loop.loc)
-        b.create(ir.AsyncWait, pending=n - 2)
+        if self.cp_async:
+            b.create(ir.AsyncWait, pending=n - 2)
+        for load in self.s.loads:
+            if load in self.tma:
+                b.create(ir.TmaWait, buf=self.bufs[load], slot=read, phase=phase)
         b.create(ir.Barrier)
         vmap = ChainMap(dict(zip(loop.body.args, [iv] + args)), self.vmap)
         self.local_loads(b, vmap, read)
@@ -186,8 +203,13 @@ class _Pipeliner(StageEmitter):
         ahead_values = self.copies(b, b.value(ir.Add, lhs=iv, rhs=ahead), args, write)
         late = [vmap.get(v, v) for v in loop.body.terminator.values]
         values = [ahead_values[k] if k in self.s.carried0 else late[k] for k in range(len(args))]
-        b.create(ir.Yield, values=values + [next_slot(b, read, *slot_consts), next_slot(b, write, *slot_consts)])
-        new.make_results([r.name for r in loop.results] + ["read_slot", "write_slot"])
+        next_read = next_slot(b, read, *slot_consts)
+        slots = [next_read, next_slot(b, write, *slot_consts)]
+        if phase is not None:  # the read slot's use count flips parity each time it wraps to 0
+            wrapped = b.value(ir.Compare, lhs=next_read, rhs=slot_consts[0], pred="eq")
+            slots.append(b.value(ir.Select, cond=wrapped, a=b.value(ir.Xor, lhs=phase, rhs=slot_consts[1]), b=phase))
+        b.create(ir.Yield, values=values + slots)
+        new.make_results([r.name for r in loop.results] + ["read_slot", "write_slot", "read_phase"][:len(slots)])
         self.out.block.ops.append(new)
         return new
 
@@ -203,6 +225,16 @@ class _Pipeliner(StageEmitter):
                     x = b.value(ir.LocalLoad, name=conv.result.name, buf=self.bufs[load], slot=slot)
                 x.type = TileType(t.shape, t.elem, conv.layout)
                 vmap[conv.result] = x
+
+
+def _bulk_copyable(load: ir.Load, slots: int) -> bool:
+    """Whether ``load`` reads a host descriptor's block the tensor memory
+    accelerator can write into its buffer (``tma.tensor_map_for``)."""
+    if not load.descriptor:
+        return False
+    t = load.ptr.type
+    buf = TileType((slots,) + t.shape, t.elem.elem, buffer_layout(load, slots))
+    return tensor_map_for(buf, load.descriptor) is not None
 
 
 def buffer_layout(load: ir.Load, slots: int) -> Shared:

@@ -89,12 +89,14 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     from tilec.opt.shared_memory import plan_shared
     from tilec.backends.nvidia.libdevice import link_libdevice
     from tilec.backends.nvidia.lowering import NvidiaLowering
+    from tilec.backends.nvidia.tma import tensor_maps
 
     options = build.options
     analyses = Analyses(axes=analyze_axes(fn), shared=plan_shared(fn))
     kernel = lower(fn, build.target, NvidiaLowering(options.maxnreg), analyses, options.num_warps,
                    options.enable_fp_fusion)
     build.metadata.shared = kernel.shared_bytes
+    build.metadata.tensor_maps = [m.to_json() for m in tensor_maps(fn)]
     return link_libdevice(kernel.llir, build.target)
 
 

@@ -35,6 +35,8 @@ ARCH_SPECIFIC = {"sm_90": "sm_90a"}
 # cp.async (sm_80 on): global -> shared copies a thread waits for later.
 ASYNC_COPIES = True
 
+# The tensor memory accelerator (cp.async.bulk.tensor, mbarrier transactions): sm_90 on.
+TMA_CAPABILITY = 90
 # PTX ISA 8.5 (CUDA 12.5): new enough for every sm_90/sm_90a instruction we
 # emit, old enough for any CUDA 12.5+ driver and ptxas to accept. A newer ISA
 # buys nothing on these archs and only narrows which drivers load the PTX.
@@ -84,6 +86,7 @@ def nvptx_target(arch: str) -> Target:
                                                 else ()),
         group_matrix_instructions=WGMMA_INSTRUCTIONS if arch in WGMMA_ARCHS else (),
         async_copies=ASYNC_COPIES,
+        bulk_tensor_copies=capability(arch) >= TMA_CAPABILITY,
     )
 
 
