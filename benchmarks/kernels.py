@@ -55,7 +55,8 @@ def tilec_kernel(name: str) -> tilec.JITFunction:
     tutorial, attr = {"vector_add": ("vector_add", "add_kernel"),
                       "softmax": ("softmax", "softmax_kernel"),
                       "layer_norm": ("layer_norm", "_layer_norm_fwd_fused"),
-                      "matmul": ("matmul", "matmul_kernel")}[name]
+                      "matmul": ("matmul", "matmul_kernel"),
+                      "matmul_descriptors": ("matmul", "matmul_descriptor_kernel")}[name]
     return getattr(load_tutorial(tutorial), attr)
 
 
@@ -94,6 +95,15 @@ def for_triton(kernel: tilec.JITFunction):
     clone.__annotations__ = {name: ttl.constexpr if ann is tl.constexpr else ann
                              for name, ann in fn.__annotations__.items()}
     return triton.jit(clone)
+
+
+def tensor_descriptor_class(language: str) -> type:
+    """``language``'s host ``TensorDescriptor`` (a kernel takes its own compiler's)."""
+    if language == "triton":
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        return TensorDescriptor
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+    return TensorDescriptor
 
 
 def launch_vector_add(kernel, x, y, out) -> None:

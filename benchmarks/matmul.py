@@ -17,8 +17,11 @@ Target: tilec >= 0.60x cuBLAS at 4096^3 fp16 (the issue's goal is 1.00x: wgmma o
     PYTHONPATH=. python benchmarks/matmul.py [--quick] [--shapes 4096 8192x8192x1024]
         [--dtypes float16] [--configs 128,128,64,8,4,3] [--out PATH]
 
-``--quick``: 4096^3 fp16 with the first two configurations only.  Writes
-``benchmarks/results/matmul.json`` (or ``--out``) and a PNG beside it.
+``--quick``: 4096^3 fp16 with the first two configurations only.
+``--descriptors``: the tutorial's ``matmul_descriptor_kernel`` instead, a and b
+read through tensor descriptors (each compiler's own ``TensorDescriptor``;
+on an H100 both copy blocks with the tensor memory accelerator); fp16/bf16 only.
+Writes ``benchmarks/results/matmul.json`` (or ``--out``) and a PNG beside it.
 """
 from __future__ import annotations
 
@@ -81,6 +84,8 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = common.base_parser("matmul", __doc__)
+    parser.add_argument("--descriptors", action="store_true",
+                        help="the tutorial's tensor-descriptor kernel (matmul_descriptor_kernel) instead")
     parser.add_argument("--quick", action="store_true",
                         help="4096^3 fp16 with the first two configurations (a fast device run)")
     parser.add_argument("--shapes", type=parse_shape, nargs="+", help="shapes: 4096 or MxNxK (default: all)")
@@ -90,6 +95,8 @@ def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         help="configurations BM,BN,BK,GROUP_M,warps,stages (default: all)")
     common.add_timing_options(parser)
     opts = parser.parse_args(argv)
+    if opts.descriptors and set(opts.dtypes or ()) & set(FP8_DTYPES):
+        parser.error("--descriptors takes float16 and bfloat16: fp8's b is stored along K, which no descriptor reads")
     defaults = QUICK if opts.quick else {"shapes": SHAPES, "dtypes": DTYPES, "configs": CONFIGS}
     return common.fill_defaults(opts, defaults)
 
@@ -104,7 +111,21 @@ def matmul_with(kernel, a, b, c, config: Config) -> dict:
     return {"c": c}
 
 
-def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str]) -> common.Case:
+def matmul_through_descriptors(kernel, descriptor, a, b, c, config: Config) -> dict:
+    kernels.load_tutorial("matmul").launch_matmul_descriptors(kernel, a, b, c, descriptor, "", **config._asdict())
+    return {"c": c}
+
+
+def runner(language: str, descriptors: bool):
+    """How ``language``'s kernel runs one configuration: ``(a, b, c, config) -> outputs``."""
+    if not descriptors:
+        return functools.partial(matmul_with, kernels.kernel_for("matmul", language))
+    return functools.partial(matmul_through_descriptors, kernels.kernel_for("matmul_descriptors", language),
+                             kernels.tensor_descriptor_class(language))
+
+
+def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str],
+              descriptors: bool = False) -> common.Case:
     """Normal inputs of ``shape``; one run per compiler and configuration that
     launches (the others go to ``skipped``) and torch's; a float64 reference."""
     import torch
@@ -120,7 +141,7 @@ def make_case(shape: tuple, dtype: str, configs: list[Config], skipped: list[str
         c = torch.empty(M, N, device=common.DEVICE, dtype=torch.float16)  # runs are checked one at a time
         for config in configs:
             name, run = run_name(language, config), functools.partial(
-                matmul_with, kernels.kernel_for("matmul", language), a, b, c, config)
+                runner(language, descriptors), a, b, c, config)
             common.add_config_run(runs, poison, skipped, name, run, [c], f"{shape_text(shape)} {dtype}")
     if a.dtype != torch.float8_e5m2:  # _scaled_mm refuses e5m2 x e5m2
         runs[CUBLAS], poison[CUBLAS] = cublas_run(a, b)
@@ -205,12 +226,13 @@ def main(opts: argparse.Namespace) -> None:
     for dtype in opts.dtypes:
         for shape in opts.shapes:
             torch.manual_seed(zlib.crc32(f"{shape} {dtype}".encode()))  # fresh inputs per shape, reproducible
-            case = make_case(shape, dtype, opts.configs, skipped)
+            case = make_case(shape, dtype, opts.configs, skipped, opts.descriptors)
             rows.append(summarize(shape, dtype, common.measure_case(case, opts.warmup, opts.rep)))
             del case
             print(f"  {shape_text(shape)} {dtype} done", flush=True)
     config = {"configs": [c._asdict() for c in opts.configs], "tflops": "2 * M * N * K",
-              "tolerance": TOLERANCE, "kernel": "tests/kernels/matmul.py (tutorial 03), fp16 output"}
+              "tolerance": TOLERANCE, "kernel": "tests/kernels/matmul.py (tutorial 03), fp16 output" + (
+                  ", matmul_descriptor_kernel: a and b through tensor descriptors" if opts.descriptors else "")}
     common.report_configs("matmul", opts.out, {"config": config, "target": TARGET["text"], **info}, rows, skipped,
                           plot, table, lambda row: f"{shape_text(row['shape'])} {row['dtype']}")
 

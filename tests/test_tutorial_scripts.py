@@ -24,7 +24,7 @@ def checkout_env(*first: Path) -> dict[str, str]:
 SCRIPTS = {
     "01_vector_add.py": (3, [r"load .*blocked<\[4\], \[32\], \[4\], \[0\]>", r"\d+ x ld\.global\.v4\.b32"]),
     "02_fused_softmax.py": (3, [r"= reduce \[%row\]", r"\d+ x shfl\.sync\.bfly"]),
-    "03_matrix_multiplication.py": (4, [r"local_alloc .*shape = \(4, 256, 64\)", r"async_wait \{pending = 1\}",
+    "03_matrix_multiplication.py": (5, [r"local_alloc .*shape = \(4, 256, 64\)", r"async_wait \{pending = 1\}",
                                         r"dot_wait .*\{pending = 1\}", r"dot_op<0, 2, mma<\[8, 1\]>>",
                                         r"8 x wgmma\.mma_async\.sync\.aligned\.m64n128k16", r"\d+ x cp\.async\.cg"]),
     "04_layer_norm.py": (15, [r"atomic_cas %Lock", r"\d+ x atom\.[\w.]*cas", r"= reduce \[%_var\]"]),

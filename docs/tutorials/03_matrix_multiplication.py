@@ -19,6 +19,7 @@ import numpy as np
 
 import tilec
 import tilec.language as tl
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 @tilec.jit
 def leaky_relu(x):
@@ -26,10 +27,7 @@ def leaky_relu(x):
 
 
 @tilec.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+def grouped_block(M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
     # Program id -> (pid_m, pid_n), walking GROUP_SIZE_M rows of blocks at a time.
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
@@ -38,8 +36,28 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     group_id = pid // num_pid_in_group
     first_pid_m = group_id * GROUP_SIZE_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    return first_pid_m + ((pid % num_pid_in_group) % group_size_m), (pid % num_pid_in_group) // group_size_m
+
+
+@tilec.jit
+def store_block(c_ptr, accumulator, pid_m, pid_n, M, N, stride_cm, stride_cn,
+                BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, ACTIVATION: tl.constexpr):
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(c_ptr.dtype.element_ty)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@tilec.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid_m, pid_n = grouped_block(M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
 
     # Rows/cols past M/N wrap around (their results are masked at the store).
     offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
@@ -55,15 +73,24 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         accumulator = tl.dot(a, b, accumulator)
         a_ptrs += BLOCK_SIZE_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * stride_bk
-    if ACTIVATION == "leaky_relu":
-        accumulator = leaky_relu(accumulator)
-    c = accumulator.to(tl.float16)
+    store_block(c_ptr, accumulator, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_SIZE_M, BLOCK_SIZE_N, ACTIVATION)
 
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+
+# The same matmul with a and b read through tensor descriptors (``TensorDescriptor``
+# arguments, blocks of BLOCK_SIZE_M x BLOCK_SIZE_K and BLOCK_SIZE_K x BLOCK_SIZE_N):
+# a block past the tensor's edge reads zeros, so the K loop needs no masks, and on
+# an H100 each block is one copy by the tensor memory accelerator.
+@tilec.jit
+def matmul_descriptor_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+                             BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                             GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    pid_m, pid_n = grouped_block(M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = a_desc.load([pid_m * BLOCK_SIZE_M, k * BLOCK_SIZE_K])
+        b = b_desc.load([k * BLOCK_SIZE_K, pid_n * BLOCK_SIZE_N])
+        accumulator = tl.dot(a, b, accumulator)
+    store_block(c_ptr, accumulator, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_SIZE_M, BLOCK_SIZE_N, ACTIVATION)
 
 
 def element_strides(x) -> tuple:
@@ -83,6 +110,19 @@ def launch_matmul(kernel, a, b, c, activation="", block_m=16, block_n=16, block_
     grid = lambda META: (tilec.cdiv(M, META["BLOCK_SIZE_M"]) * tilec.cdiv(N, META["BLOCK_SIZE_N"]),)  # noqa: E731
     kernel[grid](a, b, c, M, N, K, *element_strides(a), *element_strides(b), *element_strides(c),
                  BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k,
+                 GROUP_SIZE_M=group_size_m, ACTIVATION=activation, num_warps=num_warps, num_stages=num_stages)
+
+
+def launch_matmul_descriptors(kernel, a, b, c, descriptor, activation="", block_m=16, block_n=16, block_k=16,
+                              group_size_m=2, num_warps=4, num_stages=3):
+    """``c = activation(a @ b)`` with ``matmul_descriptor_kernel`` or its Triton twin
+    (``kernel``), ``descriptor`` its language's ``TensorDescriptor`` class; a and b
+    need rows of 16-byte multiples (a tensor descriptor's rule)."""
+    M, K = a.shape
+    N = b.shape[1]
+    grid = lambda META: (tilec.cdiv(M, META["BLOCK_SIZE_M"]) * tilec.cdiv(N, META["BLOCK_SIZE_N"]),)  # noqa: E731
+    kernel[grid](descriptor.from_tensor(a, [block_m, block_k]), descriptor.from_tensor(b, [block_k, block_n]), c,
+                 M, N, K, *element_strides(c), BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k,
                  GROUP_SIZE_M=group_size_m, ACTIVATION=activation, num_warps=num_warps, num_stages=num_stages)
 
 
@@ -127,6 +167,12 @@ def check_on_host(checks) -> None:
     b = rng.uniform(-1, 1, (40, 36)).astype(np.float16)
     checks.close("matmul of a transposed view (strides (1, 40)) against numpy",
                  matmul(a.T, b), reference(a.T, b, ""), rtol=1e-2, atol=1e-2)
+    a = rng.uniform(-1, 1, (70, 104)).astype(np.float16)
+    b = rng.uniform(-1, 1, (104, 56)).astype(np.float16)
+    c = np.empty((70, 56), np.float16)
+    launch_matmul_descriptors(matmul_descriptor_kernel, a, b, c, TensorDescriptor, "leaky_relu", block_k=32)
+    checks.close("matmul 70x56x104 through tensor descriptors against numpy", c, reference(a, b, "leaky_relu"),
+                 rtol=1e-2, atol=1e-2)
 
 
 def check_on_gpu(checks) -> None:
@@ -142,6 +188,12 @@ def check_on_gpu(checks) -> None:
             want = torch.nn.functional.leaky_relu(want)
         checks.close(f"matmul {M}x{N}x{K} {activation or 'no activation'} against torch",
                      matmul(a, b, activation, **GPU_CONFIG), want, rtol=1e-2, atol=1e-2 * K ** 0.5)
+    a = torch.randn(1000, 4096, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, 776, device="cuda", dtype=torch.float16)
+    c = torch.empty(1000, 776, device="cuda", dtype=torch.float16)
+    launch_matmul_descriptors(matmul_descriptor_kernel, a, b, c, TensorDescriptor, **GPU_CONFIG)
+    checks.close("matmul 1000x776x4096 through tensor descriptors (the tensor memory accelerator) against torch",
+                 c, torch.matmul(a, b), rtol=1e-2, atol=1e-2 * 4096 ** 0.5)
     # fp8 (e4m3) inputs, b stored along K as Triton's fp8 tutorial has it: the
     # same kernel, on the fp8 tensor cores where the GPU has them
     a = torch.randn(2048, 1024, device="cuda").to(torch.float8_e4m3fn)

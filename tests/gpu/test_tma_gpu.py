@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from kernels.descriptor_matmul import descriptor_matmul
+from kernels.descriptor_matmul import descriptor_arguments
+from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
-from tilec.tools.tensor_descriptor import TensorDescriptor
 
 torch = pytest.importorskip("torch")
 
@@ -26,15 +26,12 @@ pytestmark = [
 
 
 def run(a, b, BM, BN, BK, num_warps, num_stages):
-    M, K = a.shape
-    N = b.shape[1]
+    M, N = a.shape[0], b.shape[1]
     c = torch.full((M, N), float("nan"), device="cuda")
-    args = (TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]), c, M, N, K,
-            c.stride(0))
-    grid = (tilec.cdiv(M, BM), tilec.cdiv(N, BN))
-    descriptor_matmul[grid](*args, BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages)
-    compiled = descriptor_matmul.compile(*args, BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages)
-    return c, compiled
+    args, constexprs = descriptor_arguments(a, b, c, (BM, BN, BK))
+    options = dict(constexprs, num_warps=num_warps, num_stages=num_stages)
+    matmul_descriptor_kernel[(tilec.cdiv(M, BM) * tilec.cdiv(N, BN),)](*args, **options)
+    return c, matmul_descriptor_kernel.compile(*args, **options)
 
 
 CONFIGS = [(128, 128, 64, 8, 3), (64, 64, 32, 4, 4), (256, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 16, 4, 2)]

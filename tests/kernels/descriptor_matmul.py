@@ -1,20 +1,22 @@
-"""A matmul whose operands come through host tensor descriptors (``TensorDescriptor``
-arguments): on sm_90 its K loop copies each block with the tensor memory
-accelerator (``tilec/backends/nvidia/tma.py``).  The host and GPU tests share it."""
-import tilec
-import tilec.language as tl
+"""Tutorial 03's matmul through host tensor descriptors (``matmul_descriptor_kernel``),
+as the host and GPU tests of the tensor memory accelerator call it: on sm_90 its
+K loop copies each block with the accelerator (``tilec/backends/nvidia/tma.py``)."""
+from kernels.matmul import matmul_descriptor_kernel
+
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 
-@tilec.jit
-def descriptor_matmul(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
-                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        a = a_desc.load([pid_m * BM, k * BK])
-        b = b_desc.load([k * BK, pid_n * BN])
-        acc = tl.dot(a, b, acc)
-    offs_m = pid_m * BM + tl.arange(0, BM)
-    offs_n = pid_n * BN + tl.arange(0, BN)
-    c = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
-    tl.store(c, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+def descriptor_arguments(a, b, c, block: tuple) -> tuple[tuple, dict]:
+    """The kernel's arguments and constexprs for ``c = a @ b`` in ``block = (BM, BN, BK)``
+    tiles (programs in plain row-major order: a group of one row of blocks)."""
+    bm, bn, bk = block
+    M, K = a.shape
+    N = b.shape[1]
+    args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]), c, M, N, K, N, 1)
+    return args, dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=1, ACTIVATION="")
+
+
+def compile_descriptor_matmul(a, b, c, block: tuple, **options):
+    """The kernel compiled for these arrays (``options``: target, num_warps, num_stages...)."""
+    args, constexprs = descriptor_arguments(a, b, c, block)
+    return matmul_descriptor_kernel.compile(*args, **constexprs, **options)

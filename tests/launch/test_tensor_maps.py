@@ -5,16 +5,14 @@ slower than a launch), and follows the kernel's own parameters in its frame."""
 from __future__ import annotations
 
 import numpy as np
-from kernels.descriptor_matmul import descriptor_matmul
+from kernels.descriptor_matmul import compile_descriptor_matmul
 
 from tilec.backends.nvidia import cuda, cuda_driver as cd, libcuda
-from tilec.tools.tensor_descriptor import TensorDescriptor
 
 
 def test_each_tensor_is_encoded_once_from_its_descriptors_launch_values(monkeypatch):
     a, b, c = np.zeros((256, 128), np.float16), np.zeros((128, 512), np.float16), np.zeros((256, 512), np.float32)
-    k = descriptor_matmul.compile(TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 128]),
-                                  c, 256, 512, 128, 512, BM=128, BN=128, BK=64, target="sm_90a", num_warps=8)
+    k = compile_descriptor_matmul(a, b, c, (128, 128, 64), target="sm_90a", num_warps=8)
     encoded = []
     monkeypatch.setattr(cd, "encode_tensor_map", lambda *args: encoded.append(args) or bytes([len(encoded)]) * 128)
     names = list(k.fn.arg_names)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernels.descriptor_matmul import descriptor_matmul
+from kernels.descriptor_matmul import compile_descriptor_matmul, descriptor_arguments
+from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
 import tilec.language as tl
@@ -33,10 +34,7 @@ def lowered(m, n, k, block, target=SM_90, num_stages=3):
     a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
     b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
     c = np.zeros((m, n), np.float32)
-    bm, bn, bk = block
-    compiled = descriptor_matmul.compile(TensorDescriptor.from_tensor(a, [bm, bk]),
-                                         TensorDescriptor.from_tensor(b, [bk, bn]), c, m, n, k, n,
-                                         BM=bm, BN=bn, BK=bk, target="host")
+    compiled = compile_descriptor_matmul(a, b, c, block, target="host")
     fn = assign_layouts(compiled.fn, num_warps=4, target=target)
     args = dict(a_desc=a, a_desc_shape0=m, a_desc_shape1=k, a_desc_stride0=k, b_desc=b, b_desc_shape0=k,
                 b_desc_shape1=n, b_desc_stride0=n, c_ptr=c, M=m, N=n, K=k, stride_cm=n)
@@ -56,7 +54,7 @@ def test_tma_pipelined_matmul_computes_the_same_bits(m, n, k, block, num_stages)
     fn, piped, args = lowered(m, n, k, block, num_stages=num_stages)
     text = print_function(piped)
     assert "tma_copy" in text and "async_copy" not in text, text
-    grid = (math.ceil(m / block[0]), math.ceil(n / block[1]))
+    grid = (math.ceil(m / block[0]) * math.ceil(n / block[1]),)
     before = run(fn, grid, args)
     a, b = args["a_desc"].astype(np.float32), args["b_desc"].astype(np.float32)
     np.testing.assert_allclose(before, a @ b, rtol=1e-2, atol=1e-2)
@@ -93,10 +91,9 @@ def test_only_host_descriptors_with_a_tensor_the_accelerator_can_read_name_their
     out = np.zeros(16, np.float32)
     text = print_function(in_kernel_descriptor_sum.compile(x, out, 16, 16, BM=16, BN=16, target="host").fn)
     assert "descriptor =" not in text  # an in-kernel descriptor has no tensor map
+    args, constexprs = descriptor_arguments(np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float16),
+                                            np.zeros((16, 16), np.float32), (16, 16, 16))
     empty = TensorDescriptor(np.zeros((16, 16), np.float16), [0, 16], [16, 1], [16, 16])  # no rows
-    c = np.zeros((16, 16), np.float32)
-    fn = descriptor_matmul.compile(empty,
-                                   TensorDescriptor.from_tensor(np.zeros((16, 16), np.float16), [16, 16]),
-                                   c, 0, 16, 16, 16, BM=16, BN=16, BK=16, target="host").fn
+    fn = matmul_descriptor_kernel.compile(empty, *args[1:], **constexprs, target="host").fn
     named = re.findall(r'descriptor = "(\w+)"', print_function(fn))
     assert named == ["b_desc"]  # no tensor map over a tensor with a dim of 0
