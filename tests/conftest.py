@@ -1,5 +1,5 @@
 """Suite-wide setup: IR checking on, a modest hypothesis budget, every kernel
-also compiled for sm_80, sm_90, gfx90a, gfx942 and gfx1100 (``gpu_compile_check.py``), host
+also compiled for sm_80, sm_90, gfx90a, gfx942 and gfx1100, a sample for gfx950 and gfx1201 (``gpu_compile_check.py``), host
 launches on the reference interpreter (the oracle; ``TILEC_INTERPRET``
 unless the run sets it), launches mirrored onto a GPU under
 ``TILEC_TEST_DEVICE=cuda`` and compiled for the host CPU under

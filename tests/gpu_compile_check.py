@@ -2,7 +2,8 @@
 
 ``conftest.py`` installs ``check_every_compile``: each host variant the tests
 compile also runs the stages of every arch in ``TILEC_GPU_COMPILE_CHECK``
-(default ``sm_80,sm_90a,gfx90a,gfx942,gfx1100,aarch64``; empty turns it off):
+(default ``sm_80,sm_90a,gfx90a,gfx942,gfx950,gfx1100,gfx1201,aarch64``;
+empty turns it off):
 for NVIDIA archs layouts, LLVM, PTX and ``ptxas`` (``sm_90a``: the H100's
 variant, dots on warpgroup instructions); for AMD archs layouts, LLVM, the
 object, ld.lld's code object and the backend's checks of it (machine, OS
@@ -20,11 +21,15 @@ with no GPU.  What tilec refuses on GPUs on purpose is allowed: a
 inline PTX, math functions no AMD library has yet) or ``OutOfResources``,
 and on AMD a code object calling a function nothing defines (``UNRESOLVED``,
 the link stage's backstop).  Anything else is a bug.  Each distinct kernel
-is checked once for a GPU arch; for a CPU arch, a kernel is checked when its
-IR holds a line (an op with its attributes and types, numbers and names
-erased) that no kernel checked before held (``is_new``): every op of every
-type the suite compiles reaches AArch64's instruction selection, at a sixth
-of the compiles (all of them would add about 9 minutes to CI).  A family
+is checked once for a GPU arch; for a sampled arch (``SAMPLED_ARCHS``), a
+kernel is checked when its IR holds a line (an op with its attributes and
+types, numbers and names erased) that no kernel checked before held, and
+for gfx950 and gfx1201 also when it has a dot (``is_new``): every op of
+every type the suite compiles reaches the arch's instruction selection, at
+a fraction of the compiles (AArch64: a sixth; all of them would add about
+9 minutes to CI; gfx950 and gfx1201, whose kernels without a dot lower as
+gfx942's and gfx1100's do, all of them about 4-6 minutes more on CI's two
+workers, the sample about a third of that, docs/amd.md).  A family
 that refuses a kernel skips its other archs (logged as refused for the same
 reason).  ``TILEC_GPU_COMPILE_LOG`` names a file each check appends
 ``arch<TAB>outcome<TAB>reason<TAB>seconds`` to (outcomes: ``ok``,
@@ -38,9 +43,11 @@ import re
 import sys
 import time
 
-DEFAULT_ARCHS = "sm_80,sm_90a,gfx90a,gfx942,gfx1100,aarch64"
+DEFAULT_ARCHS = "sm_80,sm_90a,gfx90a,gfx942,gfx950,gfx1100,gfx1201,aarch64"
 #: The archs of the host backend's cross targets: object code for another CPU.
 CPU_ARCHS = ("aarch64",)
+#: The archs checked on a sample of the kernels (``is_new``): each new op line, and on the GPUs each dot.
+SAMPLED_ARCHS = CPU_ARCHS + ("gfx950", "gfx1201")
 #: A number in tile IR's text that is not part of a name or type (``i32``).
 NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d*)?(e[-+]?\d+)?")
 #: A value's name in tile IR's text (``%offs``, ``%12``).
@@ -93,10 +100,11 @@ def check_every_compile() -> None:
 
 def is_new(arch: str, ir_text: str, options, seen: set) -> bool:
     """Whether ``arch`` has a kernel of optimized IR ``ir_text`` still to check
-    (noted in ``seen`` as checked): for a GPU arch, any IR it has not had; for
-    a CPU arch, IR with a line (an op with its attributes and types) that no
-    IR it had holds, value names and numbers erased."""
-    if arch not in CPU_ARCHS:
+    (noted in ``seen`` as checked): for an arch checked in full, any IR it
+    has not had; for a sampled one (``SAMPLED_ARCHS``), IR with a line (an op
+    with its attributes and types) that no IR it had holds, value names and
+    numbers erased, or on a GPU any IR with a dot it has not had."""
+    if arch not in SAMPLED_ARCHS or (arch not in CPU_ARCHS and " = dot " in ir_text):
         keys = {(arch, ir_text, options)}
     else:
         body = ir_text.splitlines()[1:]  # the signature's types are the ops' too

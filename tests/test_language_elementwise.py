@@ -219,7 +219,7 @@ class Unary:
     flushes: bool = False
 
 
-# NVIDIA's exp2 is Triton's ex2.approx.ftz: results under 2^-126 are 0 there
+# GPUs' exp2 is Triton's, ex2.approx.ftz on NVIDIA and the bare v_exp_f32 on AMD: results under 2^-126 are 0 there
 FLUSHED = 2.0 ** -126
 
 

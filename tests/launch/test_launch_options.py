@@ -1,5 +1,6 @@
 """Triton's launch options on tilec: ``num_ctas``, ``maxnreg``,
-``enable_fp_fusion``, ``launch_cooperative_grid``, ``launch_pdl`` (with
+``enable_fp_fusion``, ``launch_cooperative_grid``, ``launch_pdl``,
+``matrix_instr_nonkdim`` (AMD's; ``tests/backends/amd`` checks what it does) (with
 ``num_warps`` and ``num_stages``, which ``test_jit.py`` covers), as launch
 keywords, ``compile`` keywords and ``tilec.Config`` fields; and kernel
 parameters named like an option, which get the launch's value.
@@ -165,6 +166,16 @@ def test_pdl_is_a_hint():
         mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, launch_pdl="yes")
 
 
+# --- matrix_instr_nonkdim ------------------------------------------------------------------------
+def test_matrix_instr_nonkdim_is_0_16_or_32_and_other_targets_ignore_it():
+    a, b, c, out = operands(20, np.float32)
+    mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, matrix_instr_nonkdim=32)
+    assert_a_times_b_plus_c(out, a, b, c)
+    for bad in (8, 64, True, "32"):
+        with pytest.raises(ValueError, match="matrix_instr_nonkdim must be 0 .*, 16 or 32"):
+            mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, matrix_instr_nonkdim=bad)
+
+
 # --- the variant key ----------------------------------------------------------------------------
 def test_options_that_change_code_are_part_of_the_variant_key():
     kernel = fresh(mul_add_kernel)
@@ -184,8 +195,9 @@ def test_the_metadata_names_the_options():
 def test_options_are_part_of_the_disk_cache_key():
     plan = mul_add_kernel.plan(operands(20, np.float32) + [20], {"BLOCK": 16})
     keys = {cache.kernel_key(mul_add_kernel.fn, plan.args, options, "sm_80")
-            for options in (Options(), Options(enable_fp_fusion=False), Options(maxnreg=32))}
-    assert len(keys) == 3
+            for options in (Options(), Options(enable_fp_fusion=False), Options(maxnreg=32),
+                            Options(matrix_instr_nonkdim=16))}
+    assert len(keys) == 4
 
 
 # --- tilec.Config ---------------------------------------------------------------------------------

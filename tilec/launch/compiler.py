@@ -42,7 +42,10 @@ class Options:
       rounded, on every target (the interpreter never fuses);
     * ``debug``: Triton's debug mode; the ``cpu`` target then checks every
       load, store and atomic against the arrays passed (``backends/host/bounds.py``).
-      The interpreter checks them always; GPU code is the same either way.
+      The interpreter checks them always; GPU code is the same either way;
+    * ``matrix_instr_nonkdim``: Triton's AMD option, the rows and columns of
+      the matrix instruction a dot runs on (16 or 32; 0: the compiler picks,
+      32 where each wave gets whole 32x32 tiles); other targets ignore it.
     """
 
     num_warps: int = 4
@@ -51,6 +54,7 @@ class Options:
     maxnreg: Optional[int] = None
     enable_fp_fusion: bool = True
     debug: bool = False
+    matrix_instr_nonkdim: int = 0
 
     def __post_init__(self):
         for name in ("num_warps", "num_stages", "num_ctas"):
@@ -62,6 +66,9 @@ class Options:
                                     "launch with num_ctas=1")
         if self.maxnreg is not None:
             _check_positive_int("maxnreg", self.maxnreg)
+        if self.matrix_instr_nonkdim not in (0, 16, 32) or isinstance(self.matrix_instr_nonkdim, bool):
+            raise LaunchOptionError(f"matrix_instr_nonkdim must be 0 (the compiler picks), 16 or 32, "
+                                    f"got {self.matrix_instr_nonkdim!r}")
         for name in ("enable_fp_fusion", "debug"):
             if not isinstance(getattr(self, name), bool):
                 raise LaunchOptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -101,6 +108,7 @@ class KernelMetadata:
     maxnreg: Optional[int] = None
     enable_fp_fusion: bool = True
     debug: bool = False
+    matrix_instr_nonkdim: int = 0
     shared: int = 0
     registers: Optional[int] = None
     spill_stores: Optional[int] = None

@@ -64,6 +64,31 @@ def test_softmax_and_layer_norm_compile_without_spills(arch):
 
 
 @tilec.jit
+def _exp2(x_ptr, out_ptr, BASE_E: tl.constexpr):
+    offs = tl.arange(0, 64)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.exp(x) if BASE_E else tl.exp2(x))
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"])
+def test_exp2_is_tritons_bare_v_exp_f32_and_exp_keeps_subnormals(arch):
+    # Triton's AMD exp2 (its default __HIP_FTZ) is llvm.amdgcn.exp2.f32: v_exp_f32 alone, which reads
+    # subnormal inputs as 0 and flushes results under 2^-126; llvm.exp2.f32 would scale around it
+    # (x < -126: exp2(x + 64) * 2^-64, a v_ldexp_f32), which tl.exp keeps, as Triton's does
+    x = np.zeros(64, np.float32)
+    two, _, _ = compile_amd(_exp2, x, x, BASE_E=False, num_warps=1, target=arch)
+    assert "@llvm.amdgcn.exp2.f32" in two.asm["llir"] and "@llvm.exp2" not in two.asm["llir"]
+    assert "v_exp_f32" in two.asm["asm"] and "v_ldexp_f32" not in two.asm["asm"]
+    e, _, _ = compile_amd(_exp2, x, x, BASE_E=True, num_warps=1, target=arch)
+    assert "@llvm.exp2.f32" in e.asm["llir"] and "@llvm.amdgcn.exp2" not in e.asm["llir"]
+    assert "v_exp_f32" in e.asm["asm"] and "v_ldexp_f32" in e.asm["asm"]
+    # f16 goes through the f32 instruction and rounds once
+    h = np.zeros(64, np.float16)
+    half, _, _ = compile_amd(_exp2, h, h, BASE_E=False, num_warps=1, target=arch)
+    assert "@llvm.amdgcn.exp2.f32" in half.asm["llir"]
+
+
+@tilec.jit
 def _atomics(ptr, out_ptr):
     old = tl.atomic_add(ptr, 1.0, sem="relaxed", scope="gpu")
     tl.atomic_max(ptr + 1, 3, sem="acq_rel", scope="cta")

@@ -171,13 +171,14 @@ DOT = """func @dot(%x: {a}, %y: {a}, %c_ptr: ptr<{acc}> {{divisibility = 16}}) {
 
 
 def simulate_dot(arch: str, a: str, acc: str, m: int, n: int, k: int, num_warps: int,
-                 buffered: tuple = ()) -> list[str]:
+                 buffered: tuple = (), nonkdim: int = 0) -> list[str]:
     """Run the dot rule for ``arch`` on a laid-out ``m x k @ k x n`` dot; returns the intrinsics it called.
     The operands in ``buffered`` (0: ``a``, 1: ``b``) come from a swizzled LDS buffer, as the stream
-    pipeliner's and ``lds_operands.py``'s do: written by the ``local_store`` rule, read in place."""
+    pipeliner's and ``lds_operands.py``'s do: written by the ``local_store`` rule, read in place.
+    ``nonkdim``: the ``matrix_instr_nonkdim`` option."""
     target = amdgpu_target(arch)
     fn = parse_function(DOT.format(a=a, acc=acc, m=m, n=n, k=k))
-    options = Options(num_warps=num_warps)
+    options = Options(num_warps=num_warps, matrix_instr_nonkdim=nonkdim)
     laid = assign_gpu_layouts(fn, Build(target, options, KernelMetadata("dot", arch, num_warps, 1)))
     op = next(o for o in ir.walk(parse_function(print_function(laid)).body) if isinstance(o, ir.Dot))
     return run_dot_rule(arch, op, num_warps, buffered)
@@ -222,12 +223,22 @@ def run_dot_rule(arch: str, op: ir.Dot, num_warps: int, buffered: tuple = ()) ->
 @pytest.mark.parametrize("arch, a, acc, m, n, k, warps, intrinsic", [
     ("gfx90a", "f16", "f32", 64, 32, 32, 4, "mfma.f32.16x16x16f16"),
     ("gfx90a", "i8", "i32", 32, 32, 32, 2, "mfma.i32.16x16x16i8"),
+    ("gfx90a", "f16", "f32", 64, 64, 32, 4, "mfma.f32.32x32x8f16"),
+    ("gfx90a", "bf16", "f32", 128, 32, 16, 4, "mfma.f32.32x32x8bf16.1k"),
+    ("gfx90a", "i8", "i32", 64, 128, 32, 2, "mfma.i32.32x32x8i8"),
     ("gfx942", "bf16", "f32", 32, 64, 32, 4, "mfma.f32.16x16x16bf16.1k"),
     ("gfx942", "i8", "i32", 32, 32, 64, 4, "mfma.i32.16x16x32.i8"),
     ("gfx942", "f32", "f32", 32, 32, 16, 4, "mfma.f32.16x16x8.xf32"),
     ("gfx942", "f8e4b8", "f32", 16, 32, 64, 2, "mfma.f32.16x16x32.fp8.fp8"),
+    ("gfx942", "f16", "f32", 128, 64, 16, 8, "mfma.f32.32x32x8f16"),
+    ("gfx942", "i8", "i32", 64, 64, 32, 4, "mfma.i32.32x32x16.i8"),
+    ("gfx942", "f32", "f32", 32, 64, 8, 2, "mfma.f32.32x32x4.xf32"),
+    ("gfx942", "f8e5b16", "f32", 64, 64, 32, 1, "mfma.f32.32x32x16.bf8.bf8"),
     ("gfx950", "f16", "f32", 64, 64, 32, 4, "mfma.f32.32x32x16.f16"),
     ("gfx950", "bf16", "f32", 128, 64, 32, 8, "mfma.f32.32x32x16.bf16"),
+    ("gfx950", "f16", "f32", 64, 64, 8, 4, "mfma.f32.32x32x8f16"),  # k = 8: the 4-wide form
+    ("gfx950", "i8", "i32", 64, 32, 64, 2, "mfma.i32.32x32x32.i8"),
+    ("gfx950", "f8e4nv", "f32", 32, 64, 32, 2, "mfma.f32.32x32x16.fp8.fp8"),
     ("gfx950", "f16", "f32", 16, 64, 64, 4, "mfma.f32.16x16x32.f16"),
     ("gfx950", "i8", "i32", 32, 32, 128, 4, "mfma.i32.16x16x64.i8"),
     ("gfx950", "f8e5", "f32", 32, 32, 64, 4, "mfma.f32.16x16x32.bf8.bf8"),
@@ -243,8 +254,19 @@ def test_the_dot_rule_computes_a_times_b_on_the_instruction_model(arch, a, acc, 
     assert set(calls) == {f"llvm.amdgcn.{intrinsic}"}
 
 
+@pytest.mark.parametrize("arch, nonkdim, a, m, n, k, warps, intrinsic", [
+    ("gfx942", 16, "f16", 64, 64, 32, 4, "mfma.f32.16x16x16f16"),
+    ("gfx942", 32, "bf16", 64, 64, 32, 4, "mfma.f32.32x32x8bf16.1k"),
+    ("gfx950", 16, "f16", 64, 64, 32, 4, "mfma.f32.16x16x32.f16"),
+    ("gfx90a", 32, "f16", 32, 64, 32, 4, "mfma.f32.16x16x16f16"),  # no 32x32 tile a wave: 16x16
+    ("gfx1100", 32, "f16", 64, 64, 32, 4, "wmma.f32.16x16x16.f16.v8f32.v16f16")])  # RDNA: 16x16 only
+def test_matrix_instr_nonkdim_picks_the_instruction_size(arch, nonkdim, a, m, n, k, warps, intrinsic):
+    assert set(simulate_dot(arch, a, "f32", m, n, k, warps, nonkdim=nonkdim)) == {f"llvm.amdgcn.{intrinsic}"}
+
+
 @pytest.mark.parametrize("arch, a, acc, m, n, k, warps", [
     ("gfx942", "f16", "f32", 64, 64, 64, 4), ("gfx942", "f8e4b8", "f32", 32, 32, 128, 4),
+    ("gfx90a", "bf16", "f32", 64, 64, 32, 4), ("gfx942", "i8", "i32", 64, 128, 64, 8),
     ("gfx950", "f16", "f32", 64, 64, 64, 4), ("gfx950", "bf16", "f32", 16, 64, 64, 4),
     ("gfx1100", "f16", "f32", 32, 64, 64, 4), ("gfx1201", "f16", "f32", 64, 32, 64, 4)])
 @pytest.mark.parametrize("buffered", [(0,), (1,), (0, 1)])
@@ -275,6 +297,25 @@ def test_the_simulation_catches_a_wrong_fragment_offset(monkeypatch):
     monkeypatch.setattr(matrix, "_reader", off_by_one_row)
     with pytest.raises(AssertionError):
         simulate_dot("gfx1201", "f16", "f32", 64, 32, 32, 2)
+
+
+def test_the_simulation_catches_32x32_rows_taken_as_one_block(monkeypatch):
+    # a 32x32 instruction's rows come in passes of 8 interleaved over the waves (``_a_row``);
+    # read as 32 consecutive rows a wave (the 16x16 way), two waves' rows are mixed up
+    simulate_dot("gfx942", "f16", "f32", 64, 64, 32, 4)
+    monkeypatch.setattr(matrix, "_a_row", lambda ctx, plan, lane_t, w0, q: ctx.b.add(
+        lane_t, ctx.b.add(ctx.b.mul(w0, 32), 32 * plan.wm * q)))
+    with pytest.raises(AssertionError):
+        simulate_dot("gfx942", "f16", "f32", 64, 64, 32, 4)
+
+
+def test_the_simulation_catches_a_32x32_k_split_by_16_lanes(monkeypatch):
+    # the 16x16 grouping (lane // 16) on a 32x32 instruction: lanes 16-31 feed k they do not hold
+    right = matrix._first_k
+    monkeypatch.setattr(matrix, "_first_k", lambda ctx, plan, group, k0: right(
+        ctx, plan, ctx.b.and_(ctx.b.lshr(ctx.lane, 4), 1), k0))
+    with pytest.raises(AssertionError):
+        simulate_dot("gfx90a", "f16", "f32", 64, 64, 32, 4)
 
 
 def test_the_simulation_catches_b_staged_row_major(monkeypatch):

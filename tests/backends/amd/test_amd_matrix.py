@@ -177,11 +177,11 @@ def test_the_model_catches_a_wrong_k_split(monkeypatch):
         simulate(DotPlan(MFMA, MFMA.instructions["i8", 32], 1, 1), 16, 16, 32, 64)
 
 
-def matmul(arch, dtype, bm, bn, bk, warps):
+def matmul(arch, dtype, bm, bn, bk, warps, **options):
     x = np.zeros(1 << 20, dtype)
     return compile_amd(matmul_kernel, x, x, x, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1, BLOCK_SIZE_M=bm,
                        BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="", num_warps=warps,
-                       num_stages=1, target=arch)
+                       num_stages=1, target=arch, **options)
 
 
 def instructions(asm: str, prefix: str) -> dict:
@@ -189,21 +189,39 @@ def instructions(asm: str, prefix: str) -> dict:
     return {name: found.count(name) for name in set(found)}
 
 
-# (arch, instructions, the accumulator's layout): a 64x64 result over 4 waves and k = 64.  16x16
-# tiles: the 4 waves' rows x 4 column tiles x (64 / k) k steps, over 4 waves; gfx950's 32x32x16:
-# a 2x2 grid of waves, one 32x32 tile each, 4 k steps.
+MFMA32_ACC, MFMA16_ACC = "blocked<[4, 1], [2, 32], [2, 2]", "blocked<[4, 1], [4, 16], [4, 1]"
+
+
+# (arch, matrix_instr_nonkdim, instructions, the accumulator's layout): a 64x64 result over 4 waves
+# and k = 64.  The compiler's pick (0) and 32: a 2x2 grid of waves, one 32x32 tile each, 64 / k
+# steps; 16: the 4 waves' rows x 4 column tiles x (64 / k) k steps.  RDNA has 16x16 forms only.
 @needs_lld
-@pytest.mark.parametrize("arch, expected, acc", [
-    ("gfx90a", {"v_mfma_f32_16x16x16f16": 16}, "blocked<[4, 1], [4, 16], [4, 1]"),
-    ("gfx942", {"v_mfma_f32_16x16x16_f16": 16}, "blocked<[4, 1], [4, 16], [4, 1]"),
-    ("gfx950", {"v_mfma_f32_32x32x16_f16": 4}, "blocked<[4, 1], [2, 32], [2, 2]"),
-    ("gfx1100", {"v_wmma_f32_16x16x16_f16": 16}, "blocked<[1, 1], [2, 16], [4, 1]"),
-    ("gfx1201", {"v_wmma_f32_16x16x16_f16": 16}, "blocked<[8, 1], [2, 16], [4, 1]")])
-def test_an_f16_matmul_runs_on_the_matrix_unit(arch, expected, acc):
-    compiled, _, meta = matmul(arch, np.float16, 64, 64, 64, 4)
+@pytest.mark.parametrize("arch, nonkdim, expected, acc", [
+    ("gfx90a", 0, {"v_mfma_f32_32x32x8f16": 8}, MFMA32_ACC),
+    ("gfx90a", 16, {"v_mfma_f32_16x16x16f16": 16}, MFMA16_ACC),
+    ("gfx942", 0, {"v_mfma_f32_32x32x8_f16": 8}, MFMA32_ACC),
+    ("gfx942", 32, {"v_mfma_f32_32x32x8_f16": 8}, MFMA32_ACC),
+    ("gfx942", 16, {"v_mfma_f32_16x16x16_f16": 16}, MFMA16_ACC),
+    ("gfx950", 0, {"v_mfma_f32_32x32x16_f16": 4}, MFMA32_ACC),
+    ("gfx950", 16, {"v_mfma_f32_16x16x32_f16": 8}, MFMA16_ACC),
+    ("gfx1100", 32, {"v_wmma_f32_16x16x16_f16": 16}, "blocked<[1, 1], [2, 16], [4, 1]"),
+    ("gfx1201", 0, {"v_wmma_f32_16x16x16_f16": 16}, "blocked<[8, 1], [2, 16], [4, 1]")])
+def test_an_f16_matmul_runs_on_the_matrix_unit(arch, nonkdim, expected, acc):
+    compiled, _, meta = matmul(arch, np.float16, 64, 64, 64, 4, matrix_instr_nonkdim=nonkdim)
     assert instructions(compiled.asm["asm"], "v_(?:mfma|wmma)") == expected
     assert meta[".private_segment_fixed_size"] == 0 and scratch_instructions(compiled.asm["asm"]) == []
     assert acc in compiled.asm["tir-gpu"]
+
+
+@needs_lld
+def test_nonkdim_32_falls_back_to_16x16_where_no_32x32_tile_fits_a_wave():
+    # 32x64 over 4 waves: 32x32 tiles would give a wave none (a 1x4 grid over 2 columns of tiles),
+    # 16x16 gives each 16 rows x 32 columns: 2 tiles x 2 k steps
+    compiled, _, _ = matmul("gfx942", np.float16, 32, 64, 32, 4, matrix_instr_nonkdim=32)
+    assert instructions(compiled.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x16_f16": 4}
+    # 64x64 with 16: the 32x32 form would fit, the option keeps it off
+    sixteen, _, _ = matmul("gfx942", np.float16, 64, 64, 32, 4, matrix_instr_nonkdim=16)
+    assert instructions(sixteen.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x16_f16": 8}
 
 
 @needs_lld
@@ -211,16 +229,18 @@ def test_bf16_and_f32():
     import ml_dtypes
 
     bf, _, _ = matmul("gfx942", ml_dtypes.bfloat16, 64, 64, 32, 4)
-    assert instructions(bf.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x16_bf16": 8}
+    assert instructions(bf.asm["asm"], "v_mfma") == {"v_mfma_f32_32x32x8_bf16": 4}
+    bf16x16, _, _ = matmul("gfx942", ml_dtypes.bfloat16, 64, 64, 32, 4, matrix_instr_nonkdim=16)
+    assert instructions(bf16x16.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x16_bf16": 8}
     wmma_bf, _, _ = matmul("gfx1100", ml_dtypes.bfloat16, 64, 64, 32, 4)
     assert instructions(wmma_bf.asm["asm"], "v_wmma") == {"v_wmma_f32_16x16x16_bf16": 8}
     rdna4_bf, _, _ = matmul("gfx1201", ml_dtypes.bfloat16, 64, 64, 32, 4)
     assert instructions(rdna4_bf.asm["asm"], "v_wmma") == {"v_wmma_f32_16x16x16_bf16": 8}
     cdna4_bf, _, _ = matmul("gfx950", ml_dtypes.bfloat16, 64, 64, 32, 4)
     assert instructions(cdna4_bf.asm["asm"], "v_mfma") == {"v_mfma_f32_32x32x16_bf16": 2}
-    # the tutorial's f32 dot is Triton's default tf32: xf32 on gfx942, 4 k steps of 8 per 32
+    # the tutorial's f32 dot is Triton's default tf32: xf32 on gfx942, 8 k steps of 4 per 32
     xf32, _, _ = matmul("gfx942", np.float32, 64, 64, 32, 4)
-    assert instructions(xf32.asm["asm"], "v_mfma") == {"v_mfma_f32_16x16x8_xf32": 16}
+    assert instructions(xf32.asm["asm"], "v_mfma") == {"v_mfma_f32_32x32x4_xf32": 8}
     for arch in ("gfx90a", "gfx950"):  # no xf32 (gfx950 dropped it)
         f32, _, _ = matmul(arch, np.float32, 64, 64, 32, 4)
         assert instructions(f32.asm["asm"], "v_(?:mfma|wmma)") == {}
@@ -238,13 +258,17 @@ def test_gfx950_takes_the_16x16x32_form_where_32x32_does_not_fit():
 #: The intrinsics each arch's dots may call, by operand type: nothing else
 #: (an intrinsic the arch lacks aborts the process inside LLVM).
 ARCH_INTRINSICS = {
-    "gfx90a": {"f16": ["f32.16x16x16f16"], "bf16": ["f32.16x16x16bf16.1k"], "i8": ["i32.16x16x16i8"]},
-    "gfx942": {"f16": ["f32.16x16x16f16"], "bf16": ["f32.16x16x16bf16.1k"], "i8": ["i32.16x16x32.i8"],
-               "f32": ["f32.16x16x8.xf32"], "f8e4b8": ["f32.16x16x32.fp8.fp8"], "f8e5b16": ["f32.16x16x32.bf8.bf8"]},
-    "gfx950": {"f16": ["f32.32x32x16.f16", "f32.16x16x32.f16", "f32.16x16x16f16"],
-               "bf16": ["f32.32x32x16.bf16", "f32.16x16x32.bf16", "f32.16x16x16bf16.1k"],
-               "i8": ["i32.16x16x64.i8", "i32.16x16x32.i8"],
-               "f8e4nv": ["f32.16x16x32.fp8.fp8"], "f8e5": ["f32.16x16x32.bf8.bf8"]},
+    "gfx90a": {"f16": ["f32.32x32x8f16", "f32.16x16x16f16"], "bf16": ["f32.32x32x8bf16.1k", "f32.16x16x16bf16.1k"],
+               "i8": ["i32.32x32x8i8", "i32.16x16x16i8"]},
+    "gfx942": {"f16": ["f32.32x32x8f16", "f32.16x16x16f16"], "bf16": ["f32.32x32x8bf16.1k", "f32.16x16x16bf16.1k"],
+               "i8": ["i32.32x32x16.i8", "i32.16x16x32.i8"], "f32": ["f32.32x32x4.xf32", "f32.16x16x8.xf32"],
+               "f8e4b8": ["f32.32x32x16.fp8.fp8", "f32.16x16x32.fp8.fp8"],
+               "f8e5b16": ["f32.32x32x16.bf8.bf8", "f32.16x16x32.bf8.bf8"]},
+    "gfx950": {"f16": ["f32.32x32x16.f16", "f32.32x32x8f16", "f32.16x16x32.f16", "f32.16x16x16f16"],
+               "bf16": ["f32.32x32x16.bf16", "f32.32x32x8bf16.1k", "f32.16x16x32.bf16", "f32.16x16x16bf16.1k"],
+               "i8": ["i32.32x32x32.i8", "i32.32x32x16.i8", "i32.16x16x64.i8", "i32.16x16x32.i8"],
+               "f8e4nv": ["f32.32x32x16.fp8.fp8", "f32.16x16x32.fp8.fp8"],
+               "f8e5": ["f32.32x32x16.bf8.bf8", "f32.16x16x32.bf8.bf8"]},
     "gfx1100": {"f16": ["f32.16x16x16.f16.v8f32.v16f16"], "bf16": ["f32.16x16x16.bf16.v8f32.v16i16"],
                 "i8": ["i32.16x16x16.iu8.v8i32.v4i32"]},
     "gfx1201": {"f16": ["f32.16x16x16.f16.v8f32.v8f16"], "bf16": ["f32.16x16x16.bf16.v8f32.v8i16"],
@@ -320,7 +344,31 @@ DOT_IR = """func @dot(%x: {a}, %y: {a}, %c_ptr: ptr<{acc}> {{divisibility = 16}}
     ("gfx1201", "f8e5", "f32", "ieee", {"v_wmma_f32_16x16x16_bf8_bf8": 4}),
 ])
 def test_each_dot_rule_picks_its_instruction(arch, a, acc, precision, expected):
-    compiled, meta = compile_tile_ir(DOT_IR.format(a=a, acc=acc, precision=precision), arch)
+    check_dot_rule(arch, a, acc, precision, expected, 4)
+
+
+# The 32x32 rules: the same 32x32 result on one wave, one tile, 64 / k steps.
+@needs_lld
+@pytest.mark.parametrize("arch, a, acc, precision, expected", [
+    ("gfx90a", "f16", "f32", "ieee", {"v_mfma_f32_32x32x8f16": 8}),
+    ("gfx90a", "bf16", "f32", "ieee", {"v_mfma_f32_32x32x8bf16_1k": 8}),
+    ("gfx90a", "i8", "i32", "ieee", {"v_mfma_i32_32x32x8i8": 8}),
+    ("gfx942", "bf16", "f32", "ieee", {"v_mfma_f32_32x32x8_bf16": 8}),
+    ("gfx942", "i8", "i32", "ieee", {"v_mfma_i32_32x32x16_i8": 4}),
+    ("gfx942", "f32", "f32", "tf32", {"v_mfma_f32_32x32x4_xf32": 16}),
+    ("gfx942", "f8e4b8", "f32", "ieee", {"v_mfma_f32_32x32x16_fp8_fp8": 4}),
+    ("gfx942", "f8e5b16", "f32", "ieee", {"v_mfma_f32_32x32x16_bf8_bf8": 4}),
+    ("gfx950", "bf16", "f32", "ieee", {"v_mfma_f32_32x32x16_bf16": 4}),
+    ("gfx950", "i8", "i32", "ieee", {"v_mfma_i32_32x32x32_i8": 2}),
+    ("gfx950", "f8e4nv", "f32", "ieee", {"v_mfma_f32_32x32x16_fp8_fp8": 4}),
+    ("gfx950", "f8e5", "f32", "ieee", {"v_mfma_f32_32x32x16_bf8_bf8": 4}),
+])
+def test_each_32x32_dot_rule_picks_its_instruction(arch, a, acc, precision, expected):
+    check_dot_rule(arch, a, acc, precision, expected, 1)
+
+
+def check_dot_rule(arch, a, acc, precision, expected, warps):
+    compiled, meta = compile_tile_ir(DOT_IR.format(a=a, acc=acc, precision=precision), arch, warps)
     asm = compiled.asm["asm"]
     assert instructions(asm, "v_(?:mfma|wmma)") == expected
     if not expected:

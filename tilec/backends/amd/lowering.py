@@ -13,9 +13,14 @@ address space 3; atomics keep LLVM's ``atomicrmw``/``cmpxchg`` with AMDGPU's
 syncscopes: ``gpu`` is ``agent``, ``cta`` is ``workgroup``, ``sys`` the
 whole system.  The math library is tilec's own (``codegen_llvm.portable_math``,
 as the host's: no ROCm device libraries needed), but for f32 ``exp``,
-``exp2``, ``log`` and ``log2``, which LLVM's AMDGPU target lowers itself to
-its hardware instructions (``v_exp_f32``, ``v_log_f32`` with denormal
-scaling), as Triton does (``AmdMath``); a function the library lacks is a
+``exp2``, ``log`` and ``log2``, which go to the hardware's instructions as
+Triton's do (``AmdMath``): ``exp`` is ``llvm.exp2.f32(x * log2 e)``, ``log``
+and ``log2`` LLVM's intrinsics, which the AMDGPU target lowers to
+``v_exp_f32``/``v_log_f32`` with denormal scaling; ``exp2`` is
+``llvm.amdgcn.exp2.f32``, the bare ``v_exp_f32``, which reads subnormal
+inputs as 0 and returns 0 for results under 2^-126 (Triton's AMD ``exp2``
+with its default ``__HIP_FTZ``; f16 and bf16 through f32, as on NVIDIA).
+A function the library lacks is a
 CompilationError at the op's line (and the link stage refuses a code object
 calling an external symbol, ``stages.check_code_object``, should one get
 past).
@@ -51,14 +56,14 @@ _AXES = "xyz"
 
 
 def _selected(name: str):
-    """``x -> llvm.<name>.f32(x)``: an intrinsic the AMDGPU target lowers to its own sequence, no library call."""
+    """``x -> llvm.<name>.f32(x)``: an intrinsic the AMDGPU target selects itself, no library call."""
     return lambda ctx, x: call(ctx, overloaded(f"llvm.{name}", x.type), [x])
 
 
 class AmdMath(PortableMath):
     """The portable library, with f32 ``exp``/``exp2``/``log``/``log2`` as the hardware's (module docstring)."""
 
-    recipes = {ir.Exp: MathFn(MATH[ir.Exp].f32, library("exp")), ir.Exp2: MathFn(MATH[ir.Exp2].f32, library("exp2")),
+    recipes = {ir.Exp: MathFn(MATH[ir.Exp].f32, library("exp")), ir.Exp2: MathFn(_selected("amdgcn.exp2"), library("exp2")),
                ir.Log: MathFn(_selected("log"), library("log")), ir.Log2: MathFn(_selected("log2"), library("log2"))}
 
     def callee(self, ctx, name: str, t: llir.Type, signature: llir.FunctionType) -> llir.Function:

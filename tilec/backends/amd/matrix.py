@@ -1,18 +1,26 @@
 """Dots on AMD's matrix units: MFMA on CDNA (waves of 64) and WMMA on RDNA
-(waves of 32), each a 16x16 (gfx950 also 32x32) result tile a wave computes
-in one instruction:
+(waves of 32), each a 32x32 or 16x16 (MFMA) or 16x16 (WMMA) result tile a
+wave computes in one instruction:
 
-* f16, bf16 -> f32: MFMA ``16x16x16f16`` / ``16x16x16bf16_1k`` (every CDNA),
-  gfx950's 8-wide ``32x32x16_f16``/``_bf16`` and ``16x16x32_f16``/``_bf16``
-  (before the 4-wide form, where their tile and depth fit), WMMA
-  ``16x16x16_f16`` / ``_bf16`` (RDNA3: 16 values a lane; RDNA4: 8);
-* i8 -> i32: MFMA ``i32_16x16x16i8`` (gfx90a), ``i32_16x16x32_i8`` (gfx942,
-  gfx950), ``i32_16x16x64_i8`` (gfx950), WMMA ``i32_16x16x16_iu8`` (RDNA3, RDNA4);
-* f32 -> f32 with ``input_precision="tf32"``: MFMA ``f32_16x16x8_xf32`` (gfx942);
-* fp8 -> f32: MFMA ``f32_16x16x32_fp8_fp8`` / ``_bf8_bf8``, which take the
-  fnuz formats (``f8e4b8``, ``f8e5b16``) on gfx942 and the OCP ones
-  (``f8e4nv``, ``f8e5``) on gfx950; WMMA ``f32_16x16x16_fp8_fp8`` /
-  ``_bf8_bf8`` (RDNA4, OCP).
+* f16, bf16 -> f32: MFMA ``32x32x8f16`` / ``32x32x8bf16_1k`` and
+  ``16x16x16f16`` / ``16x16x16bf16_1k`` (every CDNA), gfx950's 8-wide
+  ``32x32x16_f16``/``_bf16`` and ``16x16x32_f16``/``_bf16`` (before the
+  4-wide forms of their tile), WMMA ``16x16x16_f16`` / ``_bf16`` (RDNA3: 16
+  values a lane; RDNA4: 8);
+* i8 -> i32: MFMA ``i32_32x32x8i8``, ``i32_16x16x16i8`` (gfx90a),
+  ``i32_32x32x16_i8``, ``i32_16x16x32_i8`` (gfx942, gfx950),
+  ``i32_32x32x32_i8``, ``i32_16x16x64_i8`` (gfx950), WMMA
+  ``i32_16x16x16_iu8`` (RDNA3, RDNA4);
+* f32 -> f32 with ``input_precision="tf32"``: MFMA ``f32_32x32x4_xf32``,
+  ``f32_16x16x8_xf32`` (gfx942);
+* fp8 -> f32: MFMA ``f32_32x32x16_fp8_fp8`` / ``_bf8_bf8`` and
+  ``f32_16x16x32_fp8_fp8`` / ``_bf8_bf8``, which take the fnuz formats
+  (``f8e4b8``, ``f8e5b16``) on gfx942 and the OCP ones (``f8e4nv``,
+  ``f8e5``) on gfx950; WMMA ``f32_16x16x16_fp8_fp8`` / ``_bf8_bf8`` (RDNA4, OCP).
+
+A dot takes a 32x32 form when each wave gets whole 32x32 tiles (Triton's
+heuristic: 32 for large tiles), else a 16x16 one; the launch option
+``matrix_instr_nonkdim`` (16 or 32) puts that size first (``dot_plan``).
 
 Which arch has which is ``target.ARCH_FACTS`` (an intrinsic an arch lacks
 aborts the process inside LLVM, so each arch is given only its own); an f32
@@ -29,7 +37,7 @@ reductions, stores) lowers as on any blocked tile:
 
 * MFMA 16x16: lane ``l`` holds column ``l % 16`` of rows ``4*(l // 16) + e``
   (``e`` < 4): ``blocked<[4, 1], [4, 16], [wm, wn], [1, 0]>``;
-* MFMA 32x32 (gfx950): lane ``l`` holds column ``l % 32`` of rows
+* MFMA 32x32: lane ``l`` holds column ``l % 32`` of rows
   ``8*(e // 4) + 4*(l // 32) + e % 4`` (``e`` < 16):
   ``blocked<[4, 1], [2, 32], [wm, wn], [1, 0]>``;
 * WMMA (RDNA3): lane ``l`` holds column ``l % 16`` of rows
@@ -162,11 +170,22 @@ MFMA = MatrixKind("mfma", 16, 4, (4, 1), (4, 16), 3, False, {
     ("i8", 64): _mfma("i32.16x16x64.i8", 64, _vec(_I32, 4)),
     ("f8e4nv", 32): _mfma("f32.16x16x32.fp8.fp8", 32, _I64),
     ("f8e5", 32): _mfma("f32.16x16x32.bf8.bf8", 32, _I64)})
-# gfx950's 32x32x16 (lanes 0-31 and 32-63 hold half of k each): lane l holds
+# MFMA 32x32 (lanes 0-31 and 32-63 hold half of k each): lane l holds
 # column l % 32 of rows 8*(e // 4) + 4*(l // 32) + e % 4 (e < 16)
 MFMA32 = MatrixKind("mfma32", 32, 16, (4, 1), (2, 32), 3, False, {
+    ("f16", 8): _mfma("f32.32x32x8f16", 8, _vec(_HALF, 4), 32),
+    ("bf16", 8): _mfma("f32.32x32x8bf16.1k", 8, _vec(_I16, 4), 32),
+    ("i8", 8): _mfma("i32.32x32x8i8", 8, _I32, 32),  # gfx90a
+    ("i8", 16): _mfma("i32.32x32x16.i8", 16, _I64, 32),  # gfx942, gfx950
+    ("f32", 4): _mfma("f32.32x32x4.xf32", 4, _vec(_F32, 2), 32),  # gfx942
+    ("f8e4b8", 16): _mfma("f32.32x32x16.fp8.fp8", 16, _I64, 32),
+    ("f8e5b16", 16): _mfma("f32.32x32x16.bf8.bf8", 16, _I64, 32),
+    # gfx950: 8 halves a lane, int8 16 a lane, OCP fp8
     ("f16", 16): _mfma("f32.32x32x16.f16", 16, _vec(_HALF, 8), 32),
-    ("bf16", 16): _mfma("f32.32x32x16.bf16", 16, _vec(_BF16, 8), 32)})
+    ("bf16", 16): _mfma("f32.32x32x16.bf16", 16, _vec(_BF16, 8), 32),
+    ("i8", 32): _mfma("i32.32x32x32.i8", 32, _vec(_I32, 4), 32),
+    ("f8e4nv", 16): _mfma("f32.32x32x16.fp8.fp8", 16, _I64, 32),
+    ("f8e5", 16): _mfma("f32.32x32x16.bf8.bf8", 16, _I64, 32)})
 # RDNA3 (gfx11): 16 values a lane, lanes 16-31 a copy of lanes 0-15's
 WMMA = MatrixKind("wmma", 16, 8, (1, 1), (2, 16), 0, True, {
     ("f16", 16): Instruction("llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16", 16, 16, _vec(_HALF, 16)),
@@ -199,24 +218,34 @@ class DotPlan:
         return self.kind.acc_layout(self.wm, self.wn)
 
 
-def dot_plan(op: ir.Dot, target: Target, num_warps: int, along_m: bool = False) -> Optional[DotPlan]:
+def dot_plan(op: ir.Dot, target: Target, num_warps: int, along_m: bool = False,
+             nonkdim: int = 0) -> Optional[DotPlan]:
     """The plan of ``op`` on ``target``'s matrix unit; None runs it on the FMA
     units.  The arch's instructions for the dot's types are tried in the
-    order ``target.ARCH_FACTS`` lists them (gfx950: 32x32x16, then 16x16x32,
-    then 16x16x16); the first whose tile, depth and wave grid fit is it."""
+    order ``target.ARCH_FACTS`` lists them (32x32 forms first, as Triton's
+    heuristic takes 32 for large tiles), those of tile ``nonkdim`` (the
+    ``matrix_instr_nonkdim`` option: 16 or 32; 0 leaves the order) before
+    the others; the first whose tile, depth and wave grid fit is it."""
     if len(op.a.type.shape) != 2:
         return None
+    order = candidates(op, target)
+    if nonkdim:
+        order.sort(key=lambda pair: pair[0].tile != nonkdim)
+    return next(filter(None, (_fit(op, kind, inst, num_warps, along_m) for kind, inst in order)), None)
+
+
+def _fit(op: ir.Dot, kind: "MatrixKind", inst: Instruction, num_warps: int, along_m: bool) -> Optional[DotPlan]:
+    """``op`` planned on ``inst``: waves in a grid of whole tiles (``along_m``:
+    one column of waves), ``k`` a multiple of the instruction's; else None."""
     (m, k), n = op.a.type.shape, op.b.type.shape[1]
-    for kind, inst in candidates(op, target):
-        tile = kind.tile
-        if min(m, n) < tile or k % inst.k:
-            continue
-        wm = min(num_warps, m // tile)
-        wn = num_warps // wm
-        if (along_m and wn != 1) or wn > n // tile:
-            continue
-        return DotPlan(kind, inst, wm, wn)
-    return None
+    tile = kind.tile
+    if min(m, n) < tile or k % inst.k:
+        return None
+    wm = min(num_warps, m // tile)
+    wn = num_warps // wm
+    if (along_m and wn != 1) or wn > n // tile:
+        return None
+    return DotPlan(kind, inst, wm, wn)
 
 
 def lds_layout(plan: DotPlan, operand: int, shape: tuple, elem: ScalarType) -> Shared:
@@ -250,12 +279,16 @@ def candidates(op: ir.Dot, target: Target) -> list[tuple[MatrixKind, Instruction
     return out
 
 
+@dataclass(frozen=True)
 class AmdMatrixUnit:
     """The ``tilec.opt.layouts.MatrixUnit`` of an arch: operands in any layout
-    (they go through LDS), the result in the plan's accumulator layout."""
+    (they go through LDS), the result in the plan's accumulator layout;
+    ``nonkdim`` is the ``matrix_instr_nonkdim`` option (``dot_plan``)."""
+
+    nonkdim: int = 0
 
     def dot_layouts(self, op: ir.Dot, num_warps: int, target: Target, along_m: bool):
-        plan = dot_plan(op, target, num_warps, along_m)
+        plan = dot_plan(op, target, num_warps, along_m, self.nonkdim)
         return (None, None, plan.acc) if plan else None
 
     def is_accumulator(self, layout: Layout) -> bool:
@@ -263,22 +296,21 @@ class AmdMatrixUnit:
             (layout.spt, layout.tpw) == (k.spt, k.tpw) for k in KINDS)
 
 
-AMD_MATRIX_UNIT = AmdMatrixUnit()
-
-
-def matrix_unit(target: Target) -> AmdMatrixUnit:
-    """The ``tilec.opt.layouts.MatrixUnit`` of ``target`` (archs without matrix instructions plan no dot)."""
-    return AMD_MATRIX_UNIT
+def matrix_unit(target: Target, nonkdim: int = 0) -> AmdMatrixUnit:
+    """The ``tilec.opt.layouts.MatrixUnit`` of ``target`` with tile ``nonkdim``
+    preferred (archs without matrix instructions plan no dot)."""
+    return AmdMatrixUnit(nonkdim)
 
 
 def planned(op: ir.Dot, target: Target, num_warps: int) -> Optional[DotPlan]:
-    """The plan the layout pass chose for ``op`` (its result in the plan's
-    accumulator layout, with or without ``along_m``); None: the FMA units."""
-    for along_m in (False, True):
-        plan = dot_plan(op, target, num_warps, along_m)
-        if plan is not None and op.result.type.layout == plan.acc:
-            return plan
-    return None
+    """The plan the layout pass chose for ``op``: the first of the arch's
+    instructions (in its order: ``nonkdim`` only puts one tile size first,
+    and each tile size has its own accumulator layout) whose plan has
+    ``op``'s result layout (``along_m`` only rules plans out); None: the FMA units."""
+    if len(op.a.type.shape) != 2:
+        return None
+    plans = (_fit(op, kind, inst, num_warps, False) for kind, inst in candidates(op, target))
+    return next((p for p in plans if p is not None and op.result.type.layout == p.acc), None)
 
 
 @lowers(ir.Dot)

@@ -77,13 +77,16 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
 def layout_facts(fn: Function, build: Build) -> tuple:
     """What the layout and pipelining passes read of a compile: the warps,
     the target's wave size and widest access, and, when ``fn`` has a dot,
-    its matrix instructions and whether ``num_stages`` pipelines."""
+    its matrix instructions, the preferred instruction size and whether
+    ``num_stages`` pipelines."""
     from tilec import ir
 
     t = build.target
     has_dot = any(isinstance(op, ir.Dot) for op in ir.walk(fn.body))
-    dots = (t.matrix_instructions, build.options.num_stages >= 2, arch_facts(build.arch).family) if has_dot else None
-    return (build.options.num_warps, t.warp_size, t.max_vector_bytes, dots)
+    options = build.options
+    dots = ((t.matrix_instructions, options.matrix_instr_nonkdim, options.num_stages >= 2, arch_facts(build.arch).family)
+            if has_dot else None)
+    return (options.num_warps, t.warp_size, t.max_vector_bytes, dots)
 
 
 def _lay_out(fn: Function, build: Build) -> Function:
@@ -94,8 +97,8 @@ def _lay_out(fn: Function, build: Build) -> Function:
     from tilec.backends.amd.lds_operands import invariant_operands_in_lds
     from tilec.backends.amd.stream_pipeline import stream_pipeline
 
-    unit = matrix_unit(build.target)
     options = build.options
+    unit = matrix_unit(build.target, options.matrix_instr_nonkdim)
     # RDNA's 256 VGPRs a lane cannot also hold the next iteration's tiles:
     # pipelined, five more benchmark configurations spilled on gfx1100
     stages = options.num_stages if arch_facts(build.arch).family == "cdna" else 1

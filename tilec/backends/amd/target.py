@@ -41,22 +41,30 @@ class ArchFacts:
 
 # The matrix instructions a dot runs on (``matrix.py`` names them), by
 # (operand, accumulator) element types, in the order a dot tries them (the
-# first whose tile and depth fit).  MFMA f16/bf16 16x16x16 on every CDNA;
-# int8 16x16x16 on gfx90a, 16x16x32 on gfx942 and gfx950; gfx942 alone has
-# xf32 (f32 operands rounded to tf32) and fp8 in its "fnuz" formats.  gfx950
-# (CDNA4) adds the 8-wide f16/bf16 forms (32x32x16, 16x16x32), int8
-# 16x16x64, and takes fp8 in the OCP formats (``f8e4nv``, ``f8e5``) on the
-# intrinsics that are fnuz on gfx942; it has no xf32.  Each arch gets only
-# what it has: an intrinsic the arch lacks aborts the process inside LLVM.
+# first whose tile and depth fit): the 32x32 forms before the 16x16 ones
+# (Triton's heuristic: 32 for large tiles; ``matrix_instr_nonkdim`` puts one
+# size first).  MFMA f16/bf16 32x32x8 and 16x16x16 on every CDNA; int8
+# 32x32x8/16x16x16 on gfx90a, 32x32x16/16x16x32 on gfx942 and gfx950;
+# gfx942 alone has xf32 (f32 operands rounded to tf32: 32x32x4, 16x16x8) and
+# fp8 in its "fnuz" formats (32x32x16, 16x16x32).  gfx950 (CDNA4) adds the
+# 8-wide f16/bf16 forms (32x32x16, 16x16x32), int8 32x32x32 and 16x16x64,
+# and takes fp8 in the OCP formats (``f8e4nv``, ``f8e5``) on the intrinsics
+# that are fnuz on gfx942; it has no xf32.  Each arch gets only what it has:
+# an intrinsic the arch lacks aborts the process inside LLVM.
 def _matrix(*facts: tuple[str, str, int], tile: int = 16) -> tuple[MatrixInstruction, ...]:
     """The ``tile`` x ``tile`` instructions of facts ``(operand, accumulator, k)``."""
     return tuple(MatrixInstruction(a, acc, tile, tile, k) for a, acc, k in facts)
 
 
 _HALVES = (("f16", "f32", 16), ("bf16", "f32", 16))
-_GFX90A = _matrix(*_HALVES, ("i8", "i32", 16))
-_GFX942 = _matrix(*_HALVES, ("i8", "i32", 32), ("f32", "f32", 8), ("f8e4b8", "f32", 32), ("f8e5b16", "f32", 32))
-_GFX950 = (_matrix(*_HALVES, tile=32) + _matrix(("f16", "f32", 32), ("bf16", "f32", 32), *_HALVES)
+_HALVES32 = (("f16", "f32", 8), ("bf16", "f32", 8))
+_GFX90A = _matrix(*_HALVES32, ("i8", "i32", 8), tile=32) + _matrix(*_HALVES, ("i8", "i32", 16))
+_GFX942 = (_matrix(*_HALVES32, ("i8", "i32", 16), ("f32", "f32", 4), ("f8e4b8", "f32", 16), ("f8e5b16", "f32", 16),
+                   tile=32)
+           + _matrix(*_HALVES, ("i8", "i32", 32), ("f32", "f32", 8), ("f8e4b8", "f32", 32), ("f8e5b16", "f32", 32)))
+_GFX950 = (_matrix(*_HALVES, *_HALVES32, ("i8", "i32", 32), ("i8", "i32", 16), ("f8e4nv", "f32", 16),
+                   ("f8e5", "f32", 16), tile=32)
+           + _matrix(("f16", "f32", 32), ("bf16", "f32", 32), *_HALVES)
            + _matrix(("i8", "i32", 64), ("i8", "i32", 32), ("f8e4nv", "f32", 32), ("f8e5", "f32", 32)))
 # RDNA3's WMMA (f16, bf16, iu8: 16 values a lane, lanes 16-31 a copy of
 # lanes 0-15's) and RDNA4's (the same types and OCP fp8: 8 values a lane,
