@@ -4,17 +4,19 @@
 into mbarrier-guarded slots (``backends/nvidia/tma.py``).  Checked against
 torch in float32 on ragged shapes (blocks past every edge read zeros), views
 whose rows are wider than the tensor, operands of every 16-bit dtype and f32,
-and a K loop shorter than the pipeline.
+a K loop shorter than the pipeline, and a ``b`` stored ``N x K`` and used
+transposed (``tl.dot(a, b.T)``), through pointers and descriptors, fp8 too.
 
 Needs a CUDA GPU of compute capability 9.0 and torch."""
 from __future__ import annotations
 
 import pytest
 
-from kernels.descriptor_matmul import descriptor_arguments
+from kernels.descriptor_matmul import descriptor_arguments, matmul_bt_descriptors, matmul_bt_pointers
 from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 torch = pytest.importorskip("torch")
 
@@ -74,3 +76,35 @@ def test_a_k_loop_shorter_than_the_pipeline():
         b = torch.randn(K, 128, device="cuda").half()
         c, _ = run(a, b, 128, 128, 16, 4, 4)
         torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("through", ["pointers", "descriptors"])
+@pytest.mark.parametrize("shape", [(256, 256, 256), (200, 136, 72), (130, 264, 1000), (64, 64, 16)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("config", [(128, 128, 64, 8, 3), (64, 64, 32, 4, 4), (128, 256, 64, 8, 3)],
+                         ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn"])
+def test_a_b_used_transposed_lands_transposed_in_its_slots(shape, config, dtype, through):
+    """``tl.dot(a, b.T)`` with ``b`` stored ``N x K``: its slots hold the
+    transpose (K along the fast dim, what wgmma reads without transposing),
+    filled by ``cp.async`` (pointers) or the accelerator (descriptors)."""
+    M, N, K = shape
+    BM, BN, BK, warps, stages = config
+    if dtype == "float8_e4m3fn":
+        BK *= 2  # the same bytes a row
+    gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + 7 * K)
+    a = torch.randn(M, K, device="cuda", generator=gen).to(getattr(torch, dtype))
+    b = torch.randn(N, K, device="cuda", generator=gen).to(getattr(torch, dtype))
+    c = torch.full((M, N), float("nan"), device="cuda")
+    grid = (tilec.cdiv(M, BM), tilec.cdiv(N, BN))
+    if through == "pointers":
+        args, kernel = (a, b, c, M, N, K), matmul_bt_pointers
+    else:
+        if (K * a.element_size()) % 16:
+            pytest.skip("a descriptor's rows must be 16-byte multiples")
+        args, kernel = (TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK]),
+                        c, M, N, K), matmul_bt_descriptors
+    kernel[grid](*args, BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=stages)
+    ptx = kernel.compile(*args, BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=stages).asm["ptx"]
+    assert ("cp.async.bulk.tensor.2d" in ptx) == (through == "descriptors")
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=2e-2, atol=2e-2 * max(1.0, K ** 0.5))

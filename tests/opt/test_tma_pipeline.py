@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernels.descriptor_matmul import compile_descriptor_matmul, descriptor_arguments
+from kernels.descriptor_matmul import (compile_descriptor_matmul, descriptor_arguments, matmul_bt_descriptors,
+                                       matmul_bt_pointers)
 from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
@@ -97,3 +98,35 @@ def test_only_host_descriptors_with_a_tensor_the_accelerator_can_read_name_their
     fn = matmul_descriptor_kernel.compile(empty, *args[1:], **constexprs, target="host").fn
     named = re.findall(r'descriptor = "(\w+)"', print_function(fn))
     assert named == ["b_desc"]  # no tensor map over a tensor with a dim of 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(m=st.integers(1, 50), n=st.integers(1, 50), k=st.sampled_from((8, 16, 40, 72)),
+       block=st.sampled_from(((16, 16, 16), (32, 16, 32), (16, 32, 16))), num_stages=st.sampled_from((2, 3, 4)),
+       target=st.sampled_from((SM_80, SM_90)), descriptors=st.booleans())
+def test_a_b_used_transposed_is_copied_transposed(m, n, k, block, num_stages, target, descriptors):
+    """``tl.dot(a, b.T)``: ``b``'s slot holds its transpose, filled by a transposed
+    ``async_copy`` (pointers, or any target before Hopper) or ``tma_copy``."""
+    rng = np.random.default_rng(m * 31 + n * 5 + k)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (n, k)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    bm, bn, bk = block
+    if descriptors:
+        compiled = matmul_bt_descriptors.compile(TensorDescriptor.from_tensor(a, [bm, bk]),
+                                                 TensorDescriptor.from_tensor(b, [bn, bk]), c, m, n, k,
+                                                 BM=bm, BN=bn, BK=bk, target="host")
+        args = dict(a_desc=a, a_desc_shape0=m, a_desc_shape1=k, a_desc_stride0=k, b_desc=b, b_desc_shape0=n,
+                    b_desc_shape1=k, b_desc_stride0=k, c_ptr=c, M=m, N=n, K=k)
+    else:
+        compiled = matmul_bt_pointers.compile(a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, target="host")
+        args = dict(a_ptr=a, b_ptr=b, c_ptr=c, M=m, N=n, K=k)
+    fn = assign_layouts(compiled.fn, num_warps=4, target=target)
+    piped = pipeline_loops(fn, num_stages, target, num_warps=4)
+    text = print_function(piped)
+    copy = "tma_copy" if descriptors and target is SM_90 else "async_copy"
+    assert len(re.findall(copy + r" %\w+, .*transpose = true", text)) == num_stages, text  # prologue and loop
+    grid = (math.ceil(m / bm), math.ceil(n / bn))
+    before = run(fn, grid, args)
+    np.testing.assert_allclose(before, a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-2, atol=1e-2)
+    np.testing.assert_array_equal(run(piped, grid, args), before)

@@ -89,7 +89,9 @@ def _check_buffer_slot(op: Op, buf: Value, slot: Value) -> None:
 class AsyncCopy(EffectOp):
     """Start copying the tile at ``ptr`` (``buf``'s shape without the slot
     dim) into slot ``slot`` of ``buf``: elements where ``mask`` (default all)
-    is false get ``other`` (default 0) and their addresses are never read."""
+    is false get ``other`` (default 0) and their addresses are never read.
+    With ``transpose`` a matrix's element ``(r, c)`` goes to ``(c, r)`` of the
+    slot (a ``b`` loaded as ``N x K`` and used as ``K x N``)."""
 
     NAME = "async_copy"
     buf: Value = operand()
@@ -97,17 +99,23 @@ class AsyncCopy(EffectOp):
     ptr: Value = operand()
     mask: Optional[Value] = optional()
     other: Optional[Value] = optional()
+    transpose: bool = attr(False)
 
     def verify(self):
-        _check_copy(self, self.buf, self.slot, self.ptr, self.mask, self.other)
+        _check_copy(self, self.buf, self.slot, self.ptr, self.mask, self.other, self.transpose)
 
 
-def _check_copy(op: Op, buf: Value, slot: Value, ptr: Value, mask: Optional[Value], other: Optional[Value]) -> None:
-    """A copy of the tile at ``ptr`` (``mask``, ``other`` as a load's) into slot ``slot`` of ``buf``."""
+def _check_copy(op: Op, buf: Value, slot: Value, ptr: Value, mask: Optional[Value], other: Optional[Value],
+                transpose: bool) -> None:
+    """A copy of the tile at ``ptr`` (``mask``, ``other`` as a load's) into slot
+    ``slot`` of ``buf``, a matrix ``transpose``d on the way."""
     _check_buffer_slot(op, buf, slot)
     t, bt = ptr.type, buf.type
     _require(op, isinstance(elem_type(t), PointerType) and isinstance(t, TileType), f"needs a tile of pointers, got {t}")
-    _require(op, t.shape == bt.shape[1:], f"pointers {t.shape} do not fit a slot of {bt}")
+    slot_shape = bt.shape[1:][::-1] if transpose else bt.shape[1:]
+    _require(op, not transpose or len(t.shape) == 2, f"only a matrix is copied transposed, got {t.shape}")
+    _require(op, t.shape == slot_shape, f"pointers {t.shape} do not fit a slot of {bt}"
+             + (" transposed" if transpose else ""))
     _require(op, elem_type(t).elem == bt.elem, f"pointers to {elem_type(t).elem} copied into {bt.elem}")
     if mask is not None:
         _require(op, mask.type == with_elem(t, i1), f"mask type {mask.type} does not match {t}")
@@ -120,8 +128,9 @@ def _check_copy(op: Op, buf: Value, slot: Value, ptr: Value, mask: Optional[Valu
 class TmaCopy(EffectOp):
     """Where ``pred`` (an ``i1`` scalar) holds, start copying the block at
     ``coords`` of the host tensor descriptor parameter ``descriptor`` into
-    slot ``slot`` of ``buf`` with the tensor memory accelerator; the copy
-    arrives on the slot's mbarrier (``buf`` has ``mbarriers``), which
+    slot ``slot`` of ``buf`` with the tensor memory accelerator (``transpose``d
+    as ``async_copy``'s: the tensor's last dim is the slot's fast one either
+    way); the copy arrives on the slot's mbarrier (``buf`` has ``mbarriers``), which
     ``tma_wait`` waits for.  ``ptr`` and ``mask`` are the block's elements and
     where they lie inside the tensor (its load's, ``ir.Load``): what the
     interpreter copies, elements outside it 0.  Where ``pred`` is false the
@@ -135,9 +144,10 @@ class TmaCopy(EffectOp):
     pred: Value = operand()
     coords: list = variadic()
     descriptor: str = attr()
+    transpose: bool = attr(False)
 
     def verify(self):
-        _check_copy(self, self.buf, self.slot, self.ptr, self.mask, None)
+        _check_copy(self, self.buf, self.slot, self.ptr, self.mask, None, self.transpose)
         _require(self, isinstance(self.buf.owner, LocalAlloc) and self.buf.owner.mbarriers,
                  "the buffer has no mbarriers (local_alloc {mbarriers = true})")
         _require(self, self.pred.type == i1, f"pred must be an i1 scalar, got {self.pred.type}")

@@ -49,13 +49,19 @@ def _slot_index(op, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @runs(gpu.AsyncCopy)
 def _async_copy(op, frame):
     buffers, rows, slots = _slot_index(op, frame)
-    buffers[rows, slots] = masked_load(op, frame, "async_copy")
+    buffers[rows, slots] = _copied(op, frame)
+
+
+def _copied(op, frame) -> np.ndarray:
+    """What a copy writes into each program's slot: its tile, transposed if it says so."""
+    tile = masked_load(op, frame, op.NAME)
+    return np.swapaxes(tile, -1, -2) if op.transpose else tile
 
 
 @runs(gpu.TmaCopy)
 def _tma_copy(op, frame):
     buffers, rows, slots = _slot_index(op, frame)
-    block = np.broadcast_to(masked_load(op, frame, "tma_copy"), rows.shape + tuple(op.ptr.type.shape))
+    block = np.broadcast_to(_copied(op, frame), rows.shape + tuple(op.buf.type.shape[1:]))
     copying = np.broadcast_to(frame[op.pred], rows.shape)
     buffers[rows[copying], np.broadcast_to(slots, rows.shape)[copying]] = block[copying]
 

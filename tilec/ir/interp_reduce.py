@@ -121,5 +121,7 @@ def _dot(op, vals):
         prod = np.matmul(a.astype(np.int64), b.astype(np.int64))
         return [(prod + acc).astype(acc.dtype)]
     wide = np.float64 if np.float64 in (a.dtype, acc.dtype) else np.float32
-    a, b = (_dot_inputs(x, t_in, op.input_precision).astype(wide) for x in (a, b))
+    # row-major copies: numpy's matmul may add in another order for another memory
+    # order, and a dot's bits must not depend on how its operands were made
+    a, b = (_dot_inputs(x, t_in, op.input_precision).astype(wide, order="C") for x in (a, b))
     return [round_float(np.matmul(a, b) + acc.astype(wide), t_acc)]

@@ -67,7 +67,8 @@ def _async_copy(ctx: Ctx, op: ir.AsyncCopy) -> None:
     width = access_width(ctx, op)
     asynchronous = width * elem.bytes in CP_ASYNC_BYTES and _zero_other(op)
     for start in range(0, len(ptrs), width if asynchronous else 1):
-        dst = byte_offset(b, base, swizzled_offset(ctx, buf.layout, buf.shape, coords[start], elem.bytes))
+        at = coords[start][::-1] if op.transpose else coords[start]
+        dst = byte_offset(b, base, swizzled_offset(ctx, buf.layout, buf.shape, at, elem.bytes))
         mask = masks[start] if masks is not None else None
         if asynchronous:
             _cp_async(ctx, dst, ptrs[start], width * elem.bytes, mask)

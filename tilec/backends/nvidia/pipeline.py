@@ -40,6 +40,7 @@ Triton's pipeliner).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import ChainMap
 from functools import partial
 from typing import Optional
@@ -101,10 +102,23 @@ def analyze_loop(loop: ir.For, users: dict[Value, list[Op]]) -> LoopStages:
 
 
 def _dot_operand_converts(op: Op, users: dict) -> Optional[list[Op]]:
-    """The uses of a load's value when every one is a convert to a dot operand layout, else None."""
+    """The uses of a load's value when every one is a convert to a dot operand
+    layout, or every one a transpose into one (``tl.dot(a, b.T)``), else None."""
     uses = users.get(op.result, [])
-    ok = bool(uses) and all(isinstance(u, ir.ConvertLayout) and isinstance(u.layout, DotOperand) for u in uses)
+    ok = bool(uses) and (all(isinstance(u, ir.ConvertLayout) and isinstance(u.layout, DotOperand) for u in uses)
+                         or all(_transposes_to_dot_operand(u) for u in uses))
     return uses if ok else None
+
+
+def _transposes_to_dot_operand(op: Op) -> bool:
+    """A matrix transposed straight into a dot operand layout."""
+    return (isinstance(op, ir.Permute) and tuple(op.order) == (1, 0)
+            and isinstance(op.result.type.layout, DotOperand))
+
+
+def transposed(stages: LoopStages, load: ir.Load) -> bool:
+    """Whether ``load``'s tile reaches its dots transposed: its buffer holds the transpose."""
+    return isinstance(stages.converts[load][0], ir.Permute)
 
 
 # --------------------------------------------------------------------------- #
@@ -121,7 +135,8 @@ class _Pipeliner(StageEmitter):
         self.n, self.overlap = num_stages, overlap
         # a dot left running still reads the slot of the iteration before: one more slot
         self.slots = num_stages + (overlap is not None)
-        self.tma = {load for load in stages.loads if bulk_copies and _bulk_copyable(load, self.slots)}
+        self.tma = {load for load in stages.loads
+                    if bulk_copies and _bulk_copyable(load, self.slots, transposed(stages, load))}
         self.cp_async = [load for load in stages.loads if load not in self.tma]
 
     def emit(self) -> list[Op]:
@@ -146,12 +161,11 @@ class _Pipeliner(StageEmitter):
         return out.block.ops
 
     def alloc(self, load: ir.Load) -> Value:
-        """A buffer of ``slots`` slots for ``load``'s tile (``buffer_layout``)."""
-        t = load.ptr.type
-        shape = (self.slots,) + t.shape
+        """A buffer of ``slots`` slots for ``load``'s tile, or its transpose (``buffer_type``)."""
+        t = buffer_type(load, self.slots, transposed(self.s, load))
         name = f"{load.result.name}_smem" if load.result.name else None
-        return self.out.value(ir.LocalAlloc, name=name, shape=shape, elem=t.elem.elem,
-                              layout=buffer_layout(load, self.slots), mbarriers=load in self.tma)
+        return self.out.value(ir.LocalAlloc, name=name, shape=t.shape, elem=t.elem, layout=t.layout,
+                              mbarriers=load in self.tma)
 
     def copies(self, b: Builder, iv: Value, carried: list[Value], slot: Value) -> list[Value]:
         """Stage 0 at ``iv`` with its loads as copies into ``slot``, the
@@ -165,12 +179,14 @@ class _Pipeliner(StageEmitter):
         """``load`` as a copy into ``slot``, masked by ``valid`` too: a ``tma_copy``
         of its descriptor's block where it can be one, else an ``async_copy``."""
         ptr, mask = self.masked(b, load, vmap, valid)
+        transpose = transposed(self.s, load)
         with b.located(load.loc):
             if load in self.tma:
                 b.create(ir.TmaCopy, buf=self.bufs[load], slot=slot, ptr=ptr, mask=mask, pred=valid,
-                         coords=[vmap.get(c, c) for c in load.coords], descriptor=load.descriptor)
+                         coords=[vmap.get(c, c) for c in load.coords], descriptor=load.descriptor,
+                         transpose=transpose)
             else:
-                b.create(ir.AsyncCopy, buf=self.bufs[load], slot=slot, ptr=ptr, mask=mask)
+                b.create(ir.AsyncCopy, buf=self.bufs[load], slot=slot, ptr=ptr, mask=mask, transpose=transpose)
 
     def main_loop(self, carried: list[Value]) -> ir.For:
         """The loop over the original range, its body in a fresh block."""
@@ -217,30 +233,33 @@ class _Pipeliner(StageEmitter):
         return self.const(0), self.const(1), self.const(self.slots)
 
     def local_loads(self, b: Builder, vmap, slot: Value) -> None:
-        """Each candidate's converts become reads of ``slot`` in their layouts."""
+        """Each candidate's converts (or transposes) become reads of ``slot`` in their layouts."""
         for load, converts in self.s.converts.items():
             for conv in converts:
-                t = conv.result.type
                 with b.located(conv.loc):
                     x = b.value(ir.LocalLoad, name=conv.result.name, buf=self.bufs[load], slot=slot)
-                x.type = TileType(t.shape, t.elem, conv.layout)
+                x.type = conv.result.type
                 vmap[conv.result] = x
 
 
-def _bulk_copyable(load: ir.Load, slots: int) -> bool:
+def _bulk_copyable(load: ir.Load, slots: int, transpose: bool) -> bool:
     """Whether ``load`` reads a host descriptor's block the tensor memory
     accelerator can write into its buffer (``tma.tensor_map_for``)."""
     if not load.descriptor:
         return False
-    t = load.ptr.type
-    buf = TileType((slots,) + t.shape, t.elem.elem, buffer_layout(load, slots))
-    return tensor_map_for(buf, load.descriptor) is not None
+    return tensor_map_for(buffer_type(load, slots, transpose), load.descriptor, transpose) is not None
 
 
-def buffer_layout(load: ir.Load, slots: int) -> Shared:
-    """The layout of ``load``'s buffer of ``slots`` slots (``swizzled_buffer_layout``)."""
+def buffer_type(load: ir.Load, slots: int, transpose: bool) -> TileType:
+    """``load``'s buffer of ``slots`` slots: swizzled along the dim the load's
+    layout holds contiguous (``swizzled_buffer_layout``), each slot the tile
+    or, with ``transpose``, its transpose (still stored along that dim)."""
     t = load.ptr.type
-    return swizzled_buffer_layout(t.shape, t.layout, t.elem.elem.bytes, slots)
+    layout = swizzled_buffer_layout(t.shape, t.layout, t.elem.elem.bytes, slots)
+    if not transpose:
+        return TileType((slots,) + t.shape, t.elem.elem, layout)
+    order = tuple(3 - d if d else 0 for d in layout.order)  # matrix dims 1 and 2 swap
+    return TileType((slots,) + t.shape[::-1], t.elem.elem, dataclasses.replace(layout, order=order))
 
 
 def swizzled_buffer_layout(shape: tuple, layout, elem_bytes: int, slots: int) -> Shared:
@@ -255,5 +274,5 @@ def _operand_buffer_layout(stages: LoopStages, v: Value) -> Optional[Shared]:
     candidate's convert), or None."""
     for load, converts in stages.converts.items():
         if any(c.result is v for c in converts):
-            return buffer_layout(load, 2)
+            return buffer_type(load, 2, transposed(stages, load)).layout
     return None

@@ -11,7 +11,9 @@ passes it as a 64-byte-aligned by-value ``__grid_constant__`` parameter
 after the kernel's own (``NvidiaLowering.extra_parameters``); the copy names
 it by its address in the parameter space (``cvta.param``).
 
-*Boxes.*  A slot holds a ``rows x cols`` matrix stored as ``Shared`` says:
+*Boxes.*  A slot holds a ``rows x cols`` matrix stored as ``Shared`` says
+(``rows`` along its slow dim, ``cols`` its fast one, which is the tensor's
+last: a transposed copy's slot is the block's transpose):
 rows of 16-byte chunks XOR-swizzled in atoms of 32/64/128 bytes, one
 ``rows x atom`` matrix per atom (``ir.layouts.Shared``).  That is the
 copy engine's own 32/64/128-byte swizzle of a ``(atom, rows)`` box
@@ -71,15 +73,16 @@ class TensorMap:
         return [self.descriptor, list(self.box), self.swizzle]
 
 
-def tensor_map_for(buf: TileType, descriptor: str) -> Optional[TensorMap]:
+def tensor_map_for(buf: TileType, descriptor: str, transpose: bool = False) -> Optional[TensorMap]:
     """The tensor map that fills slots of buffer type ``buf`` from ``descriptor``
-    (module docstring), or None when no box writes its layout: the matrix's
+    (module docstring; ``transpose``: a block lands transposed, as
+    ``tma_copy`` says), or None when no box writes its layout: the matrix's
     fast dim is not the tensor's last, its swizzle is not the copy engine's,
     or a box would exceed 256 elements or 16-byte multiples."""
     layout, shape, nbytes = buf.layout, buf.shape, buf.elem.bytes
-    if not isinstance(layout, Shared) or layout.matrix_dims != (0, 1) or len(shape) != 3:
+    if not isinstance(layout, Shared) or len(shape) != 3 or layout.matrix_dims != ((1, 0) if transpose else (0, 1)):
         return None
-    rows, cols = shape[-2:]
+    rows, cols = _slow_fast(buf)
     atom = layout.atom_width(cols)
     if layout.max_phase == 1:
         swizzle = 0
@@ -92,6 +95,12 @@ def tensor_map_for(buf: TileType, descriptor: str) -> Optional[TensorMap]:
     return TensorMap(descriptor, (atom, rows), swizzle)
 
 
+def _slow_fast(buf: TileType) -> tuple[int, int]:
+    """The sizes of a slot's slow and fast dims."""
+    slow, fast = buf.layout.matrix_dims
+    return buf.shape[1:][slow], buf.shape[1:][fast]
+
+
 def tensor_maps(fn: Function) -> list[TensorMap]:
     """The tensor maps ``fn``'s ``tma_copy``s read, each once, in program order."""
     found: dict[TensorMap, None] = {}
@@ -102,7 +111,7 @@ def tensor_maps(fn: Function) -> list[TensorMap]:
 
 
 def _map_of(op: ir.TmaCopy) -> TensorMap:
-    tmap = tensor_map_for(op.buf.type, op.descriptor)
+    tmap = tensor_map_for(op.buf.type, op.descriptor, op.transpose)
     if tmap is None:
         raise AssertionError(f"tma_copy into {op.buf.type}: no tensor map writes that layout")
     return tmap
@@ -138,7 +147,7 @@ def _tma_copy(ctx: Ctx, op: ir.TmaCopy) -> None:
     with b.if_then(first):
         _asm(ctx, f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {matrix_bytes(buf.shape, buf.elem)};",
              [barrier])
-        for j in range(buf.shape[-1] // atom):
+        for j in range(_slow_fast(buf)[1] // atom):
             dst = byte_offset(b, base, I32(j * rows * atom * buf.elem.bytes))
             x = b.add(col, I32(j * atom)) if j else col
             _asm(ctx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
