@@ -16,7 +16,10 @@ Target: tilec >= 0.5x SDPA at seq 4096, head dim 128, fp16 (mma.sync path).
         [--causal both|yes|no] [--dtypes float16 bfloat16] [--configs 128,64,8,3] [--out PATH] [--dry-run]
 
 ``--quick``: seq 4096, head dim 128, fp16, causal and not, the first two
-configurations.  ``--dry-run`` needs no GPU: it prints the cases and, for
+configurations.  ``--descriptors``: q, k and v read through tensor
+descriptors (each compiler's own ``TensorDescriptor``; the tensor memory
+accelerator on an H100), the same kernel with ``DESCRIPTORS=True``.
+``--dry-run`` needs no GPU: it prints the cases and, for
 tilec, what each configuration compiles to for ``--target`` (registers,
 spills, shared memory).  Writes ``benchmarks/results/attention.json`` (or
 ``--out``) and a PNG beside it.
@@ -79,6 +82,8 @@ def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = common.base_parser("attention", __doc__)
     parser.add_argument("--quick", action="store_true",
                         help="seq 4096, head dim 128, fp16, causal and not, two configurations (a fast device run)")
+    parser.add_argument("--descriptors", action="store_true",
+                        help="q, k and v through tensor descriptors (the kernel's DESCRIPTORS=True)")
     parser.add_argument("--seqs", type=common.parse_size, nargs="+", help="sequence lengths (default: all)")
     parser.add_argument("--head-dims", type=int, choices=HEAD_DIMS, nargs="+", help="head dims (default: both)")
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both", help="causal masking")
@@ -118,8 +123,9 @@ def kernel_for(language: str):
     return kernel if language == "tilec" else kernels.for_triton(kernel)
 
 
-def attention_with(kernel, q, k, v, out, lse, causal: bool, config: Config) -> dict:
-    tutorial().launch_attention(kernel, q, k, v, out, lse, causal, 1.0 / math.sqrt(q.shape[-1]), **config._asdict())
+def attention_with(kernel, descriptor, q, k, v, out, lse, causal: bool, config: Config) -> dict:
+    tutorial().launch_attention(kernel, q, k, v, out, lse, causal, 1.0 / math.sqrt(q.shape[-1]), **config._asdict(),
+                                descriptor=descriptor)
     return {"out": out}
 
 
@@ -153,7 +159,7 @@ def sdpa_run(q, k, v, causal: bool):
     return run
 
 
-def make_case(shape: Shape, configs: list[Config], skipped: list[str]) -> common.Case:
+def make_case(shape: Shape, configs: list[Config], skipped: list[str], descriptors: bool = False) -> common.Case:
     """Normal inputs; one run per compiler and configuration that launches
     (the others go to ``skipped``) and SDPA's; a float64 reference."""
     import torch
@@ -166,8 +172,9 @@ def make_case(shape: Shape, configs: list[Config], skipped: list[str]) -> common
         out = torch.empty(size, device=common.DEVICE, dtype=dtype)  # runs are checked one at a time
         lse = torch.empty((BATCH * HEADS, shape.seq), device=common.DEVICE, dtype=torch.float32)
         for config in (c for c in configs if usable(c, shape)):
+            descriptor = kernels.tensor_descriptor_class(language) if descriptors else None
             name, run = f"{language} {config}", functools.partial(
-                attention_with, kernel_for(language), q, k, v, out, lse, shape.causal, config)
+                attention_with, kernel_for(language), descriptor, q, k, v, out, lse, shape.causal, config)
             common.add_config_run(runs, poison, skipped, name, run, [out], str(shape))
     runs[SDPA] = sdpa_run(q, k, v, shape.causal)
     nbytes = 4 * q.numel() * q.element_size()  # q, k, v read once, out written once
@@ -271,7 +278,7 @@ def main(opts: argparse.Namespace) -> None:
     rows, skipped = [], []
     for shape in shapes(opts):
         torch.manual_seed(zlib.crc32(str(shape).encode()))  # fresh inputs per shape, reproducible
-        case = make_case(shape, opts.configs, skipped)
+        case = make_case(shape, opts.configs, skipped, opts.descriptors)
         rows.append(summarize(shape, common.measure_case(case, opts.warmup, opts.rep)))
         del case
         torch.cuda.empty_cache()

@@ -28,7 +28,7 @@ SCRIPTS = {
                                         r"dot_wait .*\{pending = 1\}", r"dot_op<0, 2, mma<\[8, 1\]>>",
                                         r"8 x wgmma\.mma_async\.sync\.aligned\.m64n128k16", r"\d+ x cp\.async\.cg"]),
     "04_layer_norm.py": (15, [r"atomic_cas %Lock", r"\d+ x atom\.[\w.]*cas", r"= reduce \[%_var\]"]),
-    "05_fused_attention.py": (4, [r"\d+ x wgmma\.mma_async\.sync\.aligned\.m64n\d+k16", r"= reduce \["]),
+    "05_fused_attention.py": (5, [r"\d+ x wgmma\.mma_async\.sync\.aligned\.m64n\d+k16", r"= reduce \["]),
 }
 
 

@@ -34,22 +34,28 @@ import numpy as np
 
 import tilec
 import tilec.language as tl
+from tilec.tools.tensor_descriptor import TensorDescriptor
 
 
 @tilec.jit
 def _attn_fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, lo, hi, offs_m, offs_n, offs_d, N_CTX,
-                    qk_scale, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr):
+                    qk_scale, row0, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+                    DESCRIPTORS: tl.constexpr):
     """The online softmax over the key blocks starting in [lo, hi).  Unmasked
     blocks (``MASKED`` false) must lie wholly inside the sequence and, when
-    causal, at or below every query row of the program."""
+    causal, at or below every query row of the program.  With ``DESCRIPTORS``,
+    K and V are tensor descriptors over every head's rows, this head's from
+    ``row0`` (the sequence a multiple of ``BLOCK_N``)."""
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
-        k_ptrs = K + cols[None, :] * stride_kn + offs_d[:, None]  # kᵀ: HEAD_DIM x BLOCK_N
-        v_ptrs = V + cols[:, None] * stride_vn + offs_d[None, :]
-        if MASKED:
-            k = tl.load(k_ptrs, mask=cols[None, :] < N_CTX, other=0.0)
+        if DESCRIPTORS:
+            k = K.load([row0 + start_n, 0]).T
         else:
-            k = tl.load(k_ptrs)
+            k_ptrs = K + cols[None, :] * stride_kn + offs_d[:, None]  # kᵀ: HEAD_DIM x BLOCK_N
+            if MASKED:
+                k = tl.load(k_ptrs, mask=cols[None, :] < N_CTX, other=0.0)
+            else:
+                k = tl.load(k_ptrs)
         qk = tl.dot(q, k)
         if MASKED:
             if CAUSAL:  # a key at or before a row inside the sequence is inside it too
@@ -67,10 +73,14 @@ def _attn_fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, lo, hi, offs_m
         alpha = tl.math.exp2(m_i - m_ij)  # rescales what the earlier blocks summed
         l_i = l_i * alpha + l_ij
         acc = acc * alpha[:, None]
-        if MASKED:
-            v = tl.load(v_ptrs, mask=cols[:, None] < N_CTX, other=0.0)
+        if DESCRIPTORS:
+            v = V.load([row0 + start_n, 0])
         else:
-            v = tl.load(v_ptrs)
+            v_ptrs = V + cols[:, None] * stride_vn + offs_d[None, :]
+            if MASKED:
+                v = tl.load(v_ptrs, mask=cols[:, None] < N_CTX, other=0.0)
+            else:
+                v = tl.load(v_ptrs)
         acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_ij
     return acc, l_i, m_i
@@ -80,20 +90,26 @@ def _attn_fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, lo, hi, offs_m
 def _attn_fwd(Q, K, V, sm_scale, Out, M, H, N_CTX,
               stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
               stride_vz, stride_vh, stride_vn, stride_oz, stride_oh, stride_om,
-              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+              DESCRIPTORS: tl.constexpr = False):
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
     off_z = off_hz // H
     off_h = off_hz % H
-    Q += off_z.to(tl.int64) * stride_qz + off_h.to(tl.int64) * stride_qh
-    K += off_z.to(tl.int64) * stride_kz + off_h.to(tl.int64) * stride_kh
-    V += off_z.to(tl.int64) * stride_vz + off_h.to(tl.int64) * stride_vh
+    row0 = off_hz * N_CTX  # this head's first row among all heads' (DESCRIPTORS)
+    if not DESCRIPTORS:
+        Q += off_z.to(tl.int64) * stride_qz + off_h.to(tl.int64) * stride_qh
+        K += off_z.to(tl.int64) * stride_kz + off_h.to(tl.int64) * stride_kh
+        V += off_z.to(tl.int64) * stride_vz + off_h.to(tl.int64) * stride_vh
     Out += off_z.to(tl.int64) * stride_oz + off_h.to(tl.int64) * stride_oh
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < N_CTX
-    q = tl.load(Q + offs_m[:, None] * stride_qm + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+    if DESCRIPTORS:
+        q = Q.load([row0 + start_m * BLOCK_M, 0])
+    else:
+        q = tl.load(Q + offs_m[:, None] * stride_qm + offs_d[None, :], mask=row_ok[:, None], other=0.0)
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
@@ -105,9 +121,11 @@ def _attn_fwd(Q, K, V, sm_scale, Out, M, H, N_CTX,
         full_hi = N_CTX // BLOCK_N * BLOCK_N
         masked_hi = N_CTX
     acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, 0, full_hi,
-                                    offs_m, offs_n, offs_d, N_CTX, qk_scale, BLOCK_N, False, CAUSAL)
+                                    offs_m, offs_n, offs_d, N_CTX, qk_scale, row0, BLOCK_N, False, CAUSAL,
+                                    DESCRIPTORS)
     acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, full_hi, masked_hi,
-                                    offs_m, offs_n, offs_d, N_CTX, qk_scale, BLOCK_N, True, CAUSAL)
+                                    offs_m, offs_n, offs_d, N_CTX, qk_scale, row0, BLOCK_N, True, CAUSAL,
+                                    DESCRIPTORS)
     m_i += tl.math.log2(l_i)
     acc = acc / l_i[:, None]
     tl.store(M + off_hz * N_CTX + offs_m, m_i, mask=row_ok)
@@ -124,19 +142,28 @@ def attention_strides(x) -> tuple:
 
 
 def launch_attention(kernel, q, k, v, out, lse, causal, sm_scale, block_m=16, block_n=16, num_warps=4,
-                     num_stages=2):
+                     num_stages=2, descriptor=None):
     """``out = softmax(q kᵀ * sm_scale) v`` (rows masked above the diagonal when
     ``causal``) with ``_attn_fwd`` or its Triton twin (``kernel``); q, k, v, out
     of shape (Z, H, N_CTX, HEAD_DIM), ``lse`` (Z * H, N_CTX) float32 gets each
     row's log-sum-exp in base 2 of the scaled logits.  All numpy arrays on the
-    host or all device tensors."""
+    host or all device tensors.  With ``descriptor`` (the kernel's language's
+    ``TensorDescriptor`` class) q, k and v are read through descriptors over
+    all heads' rows: contiguous arrays, N_CTX a multiple of both blocks."""
     Z, H, N_CTX, HEAD_DIM = q.shape
     if causal and block_m % block_n:
         raise ValueError(f"causal attention needs BLOCK_M ({block_m}) to be a multiple of BLOCK_N ({block_n})")
     grid = (tilec.cdiv(N_CTX, block_m), Z * H, 1)
-    kernel[grid](q, k, v, sm_scale, out, lse, H, N_CTX,
+    inputs = (q, k, v)
+    if descriptor is not None:
+        if N_CTX % block_m or N_CTX % block_n:
+            raise ValueError(f"attention through descriptors needs N_CTX ({N_CTX}) to be a multiple of "
+                             f"BLOCK_M ({block_m}) and BLOCK_N ({block_n})")
+        inputs = tuple(descriptor.from_tensor(x.reshape(Z * H * N_CTX, HEAD_DIM), [block, HEAD_DIM])
+                       for x, block in zip(inputs, (block_m, block_n, block_n)))
+    kernel[grid](*inputs, sm_scale, out, lse, H, N_CTX,
                  *attention_strides(q), *attention_strides(k), *attention_strides(v), *attention_strides(out),
-                 HEAD_DIM=HEAD_DIM, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+                 HEAD_DIM=HEAD_DIM, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, DESCRIPTORS=descriptor is not None,
                  num_warps=num_warps, num_stages=num_stages)
 
 
@@ -184,6 +211,10 @@ def check_on_host(checks) -> None:
         out, _ = attention(q, k, v, causal, block_m=32, block_n=16)
         checks.close(f"attention {Z}x{H}x{N}x{D} {np.dtype(dtype).name} {'causal' if causal else 'full'} "
                      "against numpy", out, reference(q, k, v, causal, default_scale(D)), rtol=1e-2, atol=1e-2)
+    q, k, v = (rng.standard_normal((2, 2, 64, 32)).astype(np.float16) for _ in range(3))
+    out, _ = attention(q, k, v, True, block_m=32, block_n=16, descriptor=TensorDescriptor)
+    checks.close("attention 2x2x64x32 float16 causal through tensor descriptors against numpy", out,
+                 reference(q, k, v, True, default_scale(32)), rtol=1e-2, atol=1e-2)
 
 
 def check_on_gpu(checks) -> None:
@@ -200,6 +231,11 @@ def check_on_gpu(checks) -> None:
         tol = 1e-2 if dtype == torch.float16 else 3e-2
         checks.close(f"attention {Z}x{H}x{N}x{D} {str(dtype)[6:]} {'causal' if causal else 'full'} against "
                      "torch SDPA", out, sdpa(q, k, v, is_causal=causal), rtol=tol, atol=tol)
+    for causal in (False, True):  # the tensor memory accelerator reads q, k and v on an H100
+        q, k, v = (torch.randn(2, 8, 2048, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+        out, _ = attention(q, k, v, causal, **GPU_CONFIG, descriptor=TensorDescriptor)
+        checks.close(f"attention 2x8x2048x128 float16 {'causal' if causal else 'full'} through tensor "
+                     "descriptors against torch SDPA", out, sdpa(q, k, v, is_causal=causal), rtol=1e-2, atol=1e-2)
 
 
 def what_tilec_does(tut) -> None:
