@@ -76,3 +76,23 @@ def test_layouts_no_box_writes_have_no_tensor_map():
     assert tensor_map_for(buffer((3, 64, 64), f16, odd), "d") is None
     tall = swizzled_layout((3, 512, 64), (2, 1, 0), 2)  # a box is at most 256 rows
     assert tensor_map_for(buffer((3, 512, 64), f16, tall), "d") is None
+
+
+def test_a_descriptor_store_is_a_bulk_copy_from_shared_memory():
+    from kernels.descriptor_matmul import matmul_stores_descriptor
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+
+    a, c = np.zeros((256, 256), np.float16), np.zeros((256, 256), np.float32)
+    k = matmul_stores_descriptor.compile(TensorDescriptor.from_tensor(a, [128, 64]),
+                                         TensorDescriptor.from_tensor(a, [64, 128]),
+                                         TensorDescriptor.from_tensor(c, [128, 128]), 256, BM=128, BN=128, BK=64,
+                                         target="sm_90a", num_warps=8, num_stages=3)
+    # c: 128 x 128 f32 rows of 512 bytes, four 32-column atoms of 128 bytes
+    assert k.metadata.tensor_maps[-1] == ["c_desc", [32, 128], 128]
+    ptx = k.asm["ptx"]
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group", ptx)
+    assert len(stores) == 4 and "cp.async.bulk.commit_group;" in ptx and "cp.async.bulk.wait_group.read 0;" in ptx
+    assert "st.global" not in ptx  # every element of c goes through the accelerator
+    if ptxas.find_ptxas() is not None:
+        result = ptxas.assemble(ptx, "sm_90a")
+        assert result.spill_stores == 0 and result.spill_loads == 0

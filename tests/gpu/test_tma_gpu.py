@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernels.descriptor_matmul import descriptor_arguments, matmul_bt_descriptors, matmul_bt_pointers
+from kernels.descriptor_matmul import (descriptor_arguments, matmul_bt_descriptors, matmul_bt_pointers,
+                                       matmul_stores_descriptor)
 from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
@@ -108,3 +109,22 @@ def test_a_b_used_transposed_lands_transposed_in_its_slots(shape, config, dtype,
     ptx = kernel.compile(*args, BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=stages).asm["ptx"]
     assert ("cp.async.bulk.tensor.2d" in ptx) == (through == "descriptors")
     torch.testing.assert_close(c, a.float() @ b.float().T, rtol=2e-2, atol=2e-2 * max(1.0, K ** 0.5))
+
+
+@pytest.mark.parametrize("shape", [(256, 256, 256), (200, 136, 72), (130, 264, 1000)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+def test_a_descriptor_store_writes_the_block_and_nothing_past_the_tensor(shape, out_dtype):
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda").half()
+    b = torch.randn(K, N, device="cuda").half()
+    wide = torch.full((M + 5, N + 64), 7.0, device="cuda", dtype=getattr(torch, out_dtype))
+    c = wide[:M, :N]
+    BM, BN, BK = 128, 128, 64
+    args = (TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
+            TensorDescriptor.from_tensor(c, [BM, BN]), K)
+    matmul_stores_descriptor[(tilec.cdiv(M, BM), tilec.cdiv(N, BN))](*args, BM=BM, BN=BN, BK=BK, num_warps=8,
+                                                                     num_stages=3)
+    ptx = matmul_stores_descriptor.compile(*args, BM=BM, BN=BN, BK=BK, num_warps=8, num_stages=3).asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2 * K ** 0.5)
+    assert (wide[M:] == 7).all() and (wide[:, N:] == 7).all()

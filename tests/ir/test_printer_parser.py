@@ -223,7 +223,11 @@ func @gpu_ops(%x: ptr<f16>, %slot: i32) {
   %go = constant {value = true, type = i1} : i1
   %l = load %p, %m, %o, [%row, %slot] {descriptor = "x_desc"} : tile<16x32xf16>
   tma_copy %bulk, %slot, %p, %m, %go, [%row, %slot] {descriptor = "x_desc"}
+  %tbuf = local_alloc {shape = (2, 32, 16), elem = f16, layout = shared<8, 4, 2, [1, 2, 0]>} : tile<2x32x16xf16, shared<8, 4, 2, [1, 2, 0]>>
+  async_copy %tbuf, %slot, %p, _, _ {transpose = true}
   tma_wait %bulk, %slot, %slot
+  tma_store %buf, %slot, %p, %m, [%row, %slot] {descriptor = "x_desc"}
+  store %p, %o, %m, [%row, %slot] {descriptor = "x_desc"}
 }
 """
 

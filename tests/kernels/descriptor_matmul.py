@@ -53,3 +53,14 @@ def matmul_bt_descriptors(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: 
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@tilec.jit
+def matmul_stores_descriptor(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """``c = a @ b`` with all three through host tensor descriptors: on sm_90 ``c``'s
+    blocks are written by the tensor memory accelerator (``tma_stores.py``)."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))

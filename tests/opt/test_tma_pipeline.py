@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels.descriptor_matmul import (compile_descriptor_matmul, descriptor_arguments, matmul_bt_descriptors,
-                                       matmul_bt_pointers)
+                                       matmul_bt_pointers, matmul_stores_descriptor)
 from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
@@ -24,6 +24,7 @@ from tilec.tools.tensor_descriptor import TensorDescriptor
 from tilec.backends.nvidia.layouts import assign_layouts
 from tilec.backends.nvidia.pipeline import pipeline_loops
 from tilec.backends.nvidia.target import nvptx_target
+from tilec.backends.nvidia.tma_stores import store_blocks_in_bulk
 
 SM_90, SM_80 = nvptx_target("sm_90"), nvptx_target("sm_80")
 
@@ -130,3 +131,40 @@ def test_a_b_used_transposed_is_copied_transposed(m, n, k, block, num_stages, ta
     before = run(fn, grid, args)
     np.testing.assert_allclose(before, a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-2, atol=1e-2)
     np.testing.assert_array_equal(run(piped, grid, args), before)
+
+
+@settings(max_examples=8, deadline=None)
+@given(m=st.integers(1, 50), n=st.sampled_from((8, 24, 40)), k=st.sampled_from((8, 16, 40)),
+       block=st.sampled_from(((16, 16, 16), (32, 16, 32), (16, 32, 16))))
+def test_a_descriptor_store_goes_through_shared_memory_to_the_accelerator(m, n, k, block):
+    """``c_desc.store``: a one-slot buffer, ``local_store`` between barriers,
+    ``tma_store``; on the interpreter the same bits in ``c``, nothing written
+    outside the descriptor's tensor."""
+    rng = np.random.default_rng(m + n * 3 + k * 7)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    wide = np.full((m + 3, n + 8), 7.0, np.float32)  # c is a view of it: the rest must stay 7
+    c = wide[:m, :n]
+    bm, bn, bk = block
+    compiled = matmul_stores_descriptor.compile(TensorDescriptor.from_tensor(a, [bm, bk]),
+                                                TensorDescriptor.from_tensor(b, [bk, bn]),
+                                                TensorDescriptor.from_tensor(c, [bm, bn]), k, BM=bm, BN=bn, BK=bk,
+                                                target="host")
+    fn = assign_layouts(compiled.fn, num_warps=4, target=SM_90)
+    stored = store_blocks_in_bulk(fn, SM_90)
+    text = print_function(stored)
+    assert re.search(r'local_store (%\w+), %\w+, %\w+\n\s+barrier\n\s+tma_store \1, .*\{descriptor = "c_desc"\}', text)
+    assert "convert_layout" not in text.split("local_store")[-1]  # stored from the dot's layout
+    args = dict(a_desc=a, a_desc_shape0=m, a_desc_shape1=k, a_desc_stride0=k, b_desc=b, b_desc_shape0=k,
+                b_desc_shape1=n, b_desc_stride0=n, c_desc=c, c_desc_shape0=m, c_desc_shape1=n,
+                c_desc_stride0=n + 8, K=k)
+    grid = (math.ceil(m / bm), math.ceil(n / bn))
+    outs = []
+    for version in (fn, stored):
+        fresh_wide = wide.copy()
+        fresh = dict(args, c_desc=fresh_wide[:m, :n])
+        interpret(version, grid, [fresh[name] for name in version.arg_names])
+        outs.append(fresh_wide)
+    np.testing.assert_allclose(outs[0][:m, :n], a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
+    np.testing.assert_array_equal(outs[1], outs[0])
+    assert (outs[1][m:] == 7).all() and (outs[1][:, n:] == 7).all()

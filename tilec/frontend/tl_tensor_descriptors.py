@@ -190,9 +190,10 @@ def _load_tensor_descriptor(ctx, desc, offsets):
 
 
 def block_of(desc: TensorDescriptor, coords: list) -> dict:
-    """What a load of ``desc``'s block at ``coords`` says of it (``ir.Load``'s
-    ``descriptor`` and ``coords``): a backend may copy the block with the
-    tensor memory accelerator from the host descriptor's parameter."""
+    """What a load or store of ``desc``'s block at ``coords`` says of it
+    (``ir.Load``'s and ``ir.Store``'s ``descriptor`` and ``coords``): a backend
+    may copy the block with the tensor memory accelerator through the host
+    descriptor's parameter."""
     return dict(descriptor=desc.param, coords=[c.handle for c in coords]) if desc.param else {}
 
 
@@ -200,8 +201,9 @@ def block_of(desc: TensorDescriptor, coords: list) -> dict:
 def _store_tensor_descriptor(ctx, desc, offsets, value):
     desc = descriptor_arg(desc, "tl.store_tensor_descriptor")
     val = block_value(ctx, value, desc.elem, desc.block_shape, "tl.store_tensor_descriptor")
-    pointers, inside, _ = descriptor_block(ctx, desc, offsets, "tl.store_tensor_descriptor")
-    ctx.builder.create(ir.Store, ptr=pointers.handle, value=val.handle, mask=inside.handle, cache="", eviction="")
+    pointers, inside, coords = descriptor_block(ctx, desc, offsets, "tl.store_tensor_descriptor")
+    ctx.builder.create(ir.Store, ptr=pointers.handle, value=val.handle, mask=inside.handle, cache="", eviction="",
+                       **block_of(desc, coords))
 
 
 # desc.atomic_<kind>: Triton's element types for each (those tilec's atomics also take).

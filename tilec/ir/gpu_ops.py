@@ -160,6 +160,31 @@ class TmaCopy(EffectOp):
 
 
 @dataclass(eq=False, kw_only=True)
+class TmaStore(EffectOp):
+    """Write slot ``slot`` of ``buf`` to the block at ``coords`` of the host
+    tensor descriptor parameter ``descriptor`` with the tensor memory
+    accelerator (elements outside the tensor are not written), and wait until
+    the slot has been read (thread 0 copies; a ``barrier`` after it lets the
+    others reuse the slot).  ``ptr`` and ``mask`` are the block's elements and
+    where they lie inside the tensor (its store's, ``ir.Store``): what the
+    interpreter writes."""
+
+    NAME = "tma_store"
+    buf: Value = operand()
+    slot: Value = operand()
+    ptr: Value = operand()
+    mask: Optional[Value] = optional()
+    coords: list = variadic()
+    descriptor: str = attr()
+
+    transpose: ClassVar[bool] = False  # a slot holds the block as it is stored
+
+    def verify(self):
+        _check_copy(self, self.buf, self.slot, self.ptr, self.mask, None, False)
+        check_block_coords(self, self.ptr, self.coords, self.descriptor)
+
+
+@dataclass(eq=False, kw_only=True)
 class TmaWait(EffectOp):
     """Wait until the ``tma_copy``s into slot ``slot`` of ``buf`` have landed:
     its mbarrier has completed phase ``phase`` (an ``i32``, 0 or 1: the
@@ -232,7 +257,7 @@ class LocalStore(EffectOp):
                  f"stores {t} into a slot of {buf}")
 
 
-__all__ = ["LocalAlloc", "AsyncCopy", "TmaCopy", "TmaWait", "AsyncCommit", "AsyncWait", "LocalLoad", "LocalStore",
+__all__ = ["LocalAlloc", "AsyncCopy", "TmaCopy", "TmaStore", "TmaWait", "AsyncCommit", "AsyncWait", "LocalLoad", "LocalStore",
            "DotWait"]
 
 

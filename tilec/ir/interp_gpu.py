@@ -9,7 +9,8 @@ A buffer starts as poison (NaN, or all bits set for ints), so a read of a
 slot no copy filled shows in the results.
 
 ``async_copy`` copies at once (``masked_load``, the same reading as
-``load``), ``tma_copy`` too in the programs where its ``pred`` holds,
+``load``), ``tma_copy`` too in the programs where its ``pred`` holds, ``tma_store``
+writes its slot as ``store`` would,
 ``local_store`` writes the registers' values; ``async_commit``,
 ``async_wait`` and ``tma_wait`` have nothing left to do.
 """
@@ -19,7 +20,7 @@ import numpy as np
 
 from tilec.ir import gpu_ops as gpu
 from tilec.ir.interp_dtypes import compute_dtype
-from tilec.ir.interpret import masked_load, runs
+from tilec.ir.interpret import masked_load, masked_store, runs
 
 
 def _poison(dtype: np.dtype):
@@ -64,6 +65,12 @@ def _tma_copy(op, frame):
     block = np.broadcast_to(_copied(op, frame), rows.shape + tuple(op.buf.type.shape[1:]))
     copying = np.broadcast_to(frame[op.pred], rows.shape)
     buffers[rows[copying], np.broadcast_to(slots, rows.shape)[copying]] = block[copying]
+
+
+@runs(gpu.TmaStore)
+def _tma_store(op, frame):
+    buffers, rows, slots = _slot_index(op, frame)
+    masked_store(op, frame, buffers[rows, slots], "tma_store")
 
 
 @runs(gpu.LocalStore)

@@ -393,8 +393,14 @@ def _load(op, frame):
 
 @runs(ir.Store)
 def _store(op, frame):
+    masked_store(op, frame, frame[op.value])
+
+
+def masked_store(op, frame, value: np.ndarray, what: str = "store") -> None:
+    """Write ``value`` to ``*op.ptr`` where ``op.mask`` (any op with ``ptr``
+    and ``mask`` fields, as ``store``)."""
     mask = None if op.mask is None else frame[op.mask]
-    acc, _, (value,) = _access(op, frame, "store", mask, [frame[op.value]])
+    acc, _, (value,) = _access(op, frame, what, mask, [value])
     frame.launch.memory.store(op, acc, value)
 
 

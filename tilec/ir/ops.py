@@ -574,20 +574,25 @@ def check_block_coords(op: Op, ptr: Value, coords: list, descriptor: str) -> Non
 
 @dataclass(eq=False, kw_only=True)
 class Store(EffectOp):
-    """Write ``value`` to ``*ptr`` where ``mask`` (default all) is true."""
+    """Write ``value`` to ``*ptr`` where ``mask`` (default all) is true.  A
+    store of a block of a host tensor descriptor says so as ``load`` does
+    (``descriptor``, ``coords``)."""
 
     NAME = "store"
     ptr: Value = operand()
     value: Value = operand()
     mask: Optional[Value] = optional()
+    coords: list = variadic(trailing=True)
     cache: str = attr("")
     eviction: str = attr("")
+    descriptor: str = attr("")
 
     def verify(self):
         _require(self, is_pointer(self.ptr.type), f"needs a pointer, got {self.ptr.type}")
         _require(self, self.value.type == _pointee(self.ptr.type),
                  f"value has type {self.value.type}, expected {_pointee(self.ptr.type)}")
         _check_mask(self, self.ptr, self.mask)
+        check_block_coords(self, self.ptr, self.coords, self.descriptor)
 
 
 @dataclass(eq=False, kw_only=True)

@@ -60,6 +60,7 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     from tilec.backends.nvidia.layouts import assign_layouts
     from tilec.backends.nvidia.pipeline import pipeline_loops
     from tilec.backends.nvidia.shared_operands import stage_invariant_operands
+    from tilec.backends.nvidia.tma_stores import store_blocks_in_bulk
     from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
     from tilec.opt.legalize_dots import widen_fp8_dots
 
@@ -75,6 +76,8 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
         partial(pipeline_loops, num_stages=options.num_stages, target=build.target, num_warps=options.num_warps),
         # a loop-invariant `a` (attention's q) read by wgmma from shared memory instead of registers
         partial(stage_invariant_operands, target=build.target, num_warps=options.num_warps),
+        # a host descriptor's block stored by the tensor memory accelerator from shared memory
+        partial(store_blocks_in_bulk, target=build.target),
     ]
     lowered = PassManager(passes, verify=check_enabled()).run(fn)
     check_ir(lowered)

@@ -29,6 +29,12 @@ the slot will receive (``mbarrier.arrive.expect_tx``) and starting the
 copies; the barrier's phase completes when they have all landed.
 ``tma_wait`` spins on ``mbarrier.try_wait.parity`` in every thread.
 
+*Stores.*  A ``tma_store`` is thread 0 writing a slot (filled by
+``local_store``, fenced for the async proxy, then a ``barrier``) to the
+tensor with one bulk copy an atom, then waiting until the copies have read
+the slot (``cp.async.bulk.wait_group.read``); the ``barrier`` after it lets
+the block reuse the bytes.  Elements outside the tensor are not written.
+
 ``RULES`` holds this file's rules, laid over the generic ones.
 """
 from __future__ import annotations
@@ -105,12 +111,13 @@ def tensor_maps(fn: Function) -> list[TensorMap]:
     """The tensor maps ``fn``'s ``tma_copy``s read, each once, in program order."""
     found: dict[TensorMap, None] = {}
     for op in walk(fn.body):
-        if isinstance(op, ir.TmaCopy):
+        if isinstance(op, (ir.TmaCopy, ir.TmaStore)):
             found[_map_of(op)] = None
     return list(found)
 
 
-def _map_of(op: ir.TmaCopy) -> TensorMap:
+def _map_of(op) -> TensorMap:
+    """The tensor map a ``tma_copy`` or ``tma_store`` goes through."""
     tmap = tensor_map_for(op.buf.type, op.descriptor, op.transpose)
     if tmap is None:
         raise AssertionError(f"tma_copy into {op.buf.type}: no tensor map writes that layout")
@@ -152,6 +159,25 @@ def _tma_copy(ctx: Ctx, op: ir.TmaCopy) -> None:
             x = b.add(col, I32(j * atom)) if j else col
             _asm(ctx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                       "[$0], [$1, {$2, $3}], [$4];", [dst, params, x, row, barrier])
+
+
+@lowers(ir.TmaStore)
+def _tma_store(ctx: Ctx, op: ir.TmaStore) -> None:
+    """Thread 0: one bulk store an atom, then wait until the slot has been read."""
+    b, buf = ctx.b, op.buf.type
+    tmap = _map_of(op)
+    atom, rows = tmap.box
+    params = ctx.extra_params[tmap.parameter]
+    base = slot_base(ctx, op.buf, op.slot)
+    row, col = (ctx[c][0] for c in op.coords)
+    with b.if_then(b.icmp_unsigned("==", ctx.tid, I32(0))):
+        for j in range(_slow_fast(buf)[1] // atom):
+            src = byte_offset(b, base, I32(j * rows * atom * buf.elem.bytes))
+            x = b.add(col, I32(j * atom)) if j else col
+            _asm(ctx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
+                 [params, x, row, src])
+        _asm(ctx, "cp.async.bulk.commit_group;", [])
+        _asm(ctx, "cp.async.bulk.wait_group.read 0;", [])
 
 
 @lowers(ir.TmaWait)
