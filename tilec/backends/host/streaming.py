@@ -39,8 +39,9 @@ from llvmlite import ir as llir
 from tilec import ir
 from tilec.ir.types import ScalarType, TileType, elem_type, i8
 from tilec.codegen_llvm.memory import _guarded, _to_memory
-from tilec.codegen_llvm.scalar_base import bit_width, counted_loop, memory_type
-from tilec.backends.host.tiles import I64, Buffer, Tile, element_pointer, for_each, vector_loop
+from tilec.codegen_llvm.scalar_base import bit_width, memory_type
+from tilec.backends.host.tiles import (I64, UNROLL_DISABLE, Buffer, Tile, element_pointer, for_each, marked_loop, option,
+                                      rolled_loop, vector_loop)
 
 if TYPE_CHECKING:
     from tilec.backends.host.codegen import HostCtx
@@ -114,13 +115,18 @@ def store_streaming(ctx: "HostCtx", ptr: Tile, value, mask, elem) -> None:
                     b.store(b.zext(m, I8), element_pointer(ctx, flags, (i,)))
                 _guarded(ctx, m, lambda: _store(b, value_at(j), element_pointer(ctx, values, (i,))), None)
             vector_loop(b, b.mul(count, I64(lanes)), stage)
-            counted_loop(b, count, lambda k: _copy_line(ctx, values, flags, b.mul(k, I64(lanes)),
+            rolled_loop(b, count, lambda k: _copy_line(ctx, values, flags, b.mul(k, I64(lanes)),
                                                           b.gep(first, [b.add(start, b.mul(k, I64(lanes)))],
                                                                 inbounds=True, source_etype=t)))
-        counted_loop(b, head, direct)
-        counted_loop(b, b.udiv(b.add(lines, I64(CHUNK_LINES - 1)), I64(CHUNK_LINES)), chunk_of_lines)
-        counted_loop(b, b.sub(I64(n), tail), lambda i: direct(b.add(tail, i)))
+        scalar_loop(b, head, direct)
+        rolled_loop(b, b.udiv(b.add(lines, I64(CHUNK_LINES - 1)), I64(CHUNK_LINES)), chunk_of_lines)
+        scalar_loop(b, b.sub(I64(n), tail), lambda i: direct(b.add(tail, i)))
     for_each(ctx, shape[:-1], row)
+
+
+def scalar_loop(b: llir.IRBuilder, count: llir.Value, body) -> None:
+    """A loop of fewer elements than a line, left as it is: neither unrolled nor vectorized."""
+    marked_loop(b, count, body, UNROLL_DISABLE, option(b.module, "llvm.loop.vectorize.enable", False))
 
 
 def _copy_line(ctx: "HostCtx", values: Buffer, flags, at: llir.Value, out: llir.Value) -> None:
