@@ -12,7 +12,7 @@ import pytest
 import tilec
 import tilec.language as tl
 from backends.test_host_regressions import same_bits
-from tilec.backends.host import launcher, streaming
+from tilec.backends.host import launcher, prefetch, streaming
 from tilec.backends.host.target import host_target
 
 X86 = host_target().triple.startswith("x86_64")
@@ -93,3 +93,20 @@ def test_streamed_rows_are_the_interpreters_at_any_alignment(monkeypatch, dtype,
         got, want = results
         assert same_bits(got, want) if dtype != np.int8 else np.array_equal(got, want)
         assert (want[:, :offset] == 7).all() and (want[:, offset + n:] == 7).all()
+
+
+@pytest.mark.parametrize("rows, cols", [(9, 300), (4, 2048)])
+def test_streaming_softmax_rows_prefetched_programs_ahead_are_the_interpreters(monkeypatch, rows, cols):
+    """Where the launch streams, the next loads prefetched are those
+    ``prefetch.LEAD_BYTES`` ahead (programs past the grid's end included): the
+    results do not change."""
+    from backends.test_host_perf import row_softmax
+
+    monkeypatch.setattr(launcher, "STREAM_BYTES", 0)
+    x = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    block = 1 << (cols - 1).bit_length()
+    assert prefetch.LEAD_BYTES > block * 4  # more than one program ahead
+    got, want = np.full_like(x, np.nan), np.full_like(x, np.nan)
+    compiled(row_softmax)[(rows,)](got, x, cols, cols, BLOCK=block)
+    row_softmax[(rows,)](want, x, cols, cols, BLOCK=block)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # sums in the host's order
