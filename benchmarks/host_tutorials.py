@@ -11,7 +11,10 @@ the host against the H100's (``sm_90a``: PTX and cubin).
   checks launch, ``kernel.compile(..., target=T)`` with the launch's
   arguments and options, for ``cpu`` and for ``sm_90a`` (no GPU needed;
   the cubin where ptxas is installed); seconds from the first compile call
-  to the last, the median of ``--repeats`` processes (imports not counted).
+  to the last, the median of ``--repeats`` processes (imports not counted),
+  and for the cpu the seconds of its own phases (``PHASES``: the host
+  codegen, LLVM's O3 pipeline, LLVM's code generation), the rest being the
+  front end both targets share.
 
     PYTHONPATH=. python benchmarks/host_tutorials.py [--repeats 5] [--out PATH]
 
@@ -122,12 +125,20 @@ def speedup(path: Path, repeats: int) -> dict:
 
 
 # --- cold compile, in a child process ----------------------------------------------
-def compile_all(path: Path, target: str) -> float:
+#: Where a cold compile for the cpu spends its time (``host_phases``), besides
+#: the front end both targets share: the host codegen (Python), LLVM's O3
+#: pipeline, and LLVM's code generator with the assembler.
+PHASES = ("codegen_s", "optimize_s", "codegen_llvm_s")
+
+
+def compile_all(path: Path, target: str) -> dict:
     """In this (new) process: compile every variant ``path``'s host checks
-    launch for ``target`` instead of launching it; the seconds it took."""
+    launch for ``target`` instead of launching it; the seconds it took
+    (``seconds``) and, for the cpu, the ``PHASES``' shares of them."""
     from tilec.launch.jit import JITFunction
 
     spent = [0.0]
+    phases = host_phases() if target == "cpu" else {}
 
     def compile_instead(self, *args, grid=None, stream=None, warmup=False, **kwargs):
         start = time.perf_counter()
@@ -135,22 +146,46 @@ def compile_all(path: Path, target: str) -> float:
         spent[0] += time.perf_counter() - start
     JITFunction.run = compile_instead
     run_path(str(path))["check_on_host"](Quiet(check=False))
-    return spent[0]
+    return {"seconds": spent[0], **phases}
 
 
-def cold_compile(path: Path, target: str) -> float:
+def host_phases() -> dict:
+    """``PHASES``' seconds, filled in as the host stages run (their functions timed in place)."""
+    import dataclasses
+
+    from tilec.backends.host import codegen, stages
+
+    seconds = dict.fromkeys(PHASES, 0.0)
+
+    def timed(fn, phase):
+        def run(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                seconds[phase] += time.perf_counter() - start
+        return run
+    codegen.lower = timed(codegen.lower, "codegen_s")
+    stages.optimize = timed(stages.optimize, "optimize_s")
+    stages.STAGES[1:] = [dataclasses.replace(s, run=timed(s.run, "codegen_llvm_s")) for s in stages.STAGES[1:]]
+    return seconds
+
+
+def cold_compile(path: Path, target: str) -> dict:
     """``compile_all`` in a new process with an empty cache."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TILEC_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
         proc = subprocess.run([sys.executable, __file__, "--child", str(path), target], env=env,
                               capture_output=True, text=True, check=True)
-    return float(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def compile_times(path: Path, repeats: int) -> dict:
-    seconds = {t: statistics.median(cold_compile(path, t) for _ in range(repeats)) for t in TARGETS}
+    runs = {t: [cold_compile(path, t) for _ in range(repeats)] for t in TARGETS}
+    seconds = {t: statistics.median(r["seconds"] for r in rs) for t, rs in runs.items()}
+    cpu_phases = {f"cpu_{k}": statistics.median(r[k] for r in runs["cpu"]) for k in PHASES}
     return {"tutorial": path.stem, **{f"{t}_s": s for t, s in seconds.items()},
-            f"cpu_over_{GPU}": seconds["cpu"] / seconds[GPU]}
+            f"cpu_over_{GPU}": seconds["cpu"] / seconds[GPU], **cpu_phases}
 
 
 def main() -> None:
@@ -160,7 +195,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
-        print(compile_all(Path(opts.child[0]), opts.child[1]))
+        print(json.dumps(compile_all(Path(opts.child[0]), opts.child[1])))
         return
     rows = [speedup(p, opts.repeats) for p in tutorial_files()]
     compiles = [compile_times(p, max(1, opts.repeats // 2)) for p in tutorial_files()]
@@ -175,7 +210,8 @@ def main() -> None:
               f"{r['compiled']['launch_s'] * 1e3:7.1f} ms: {r['speedup']:6.1f}x (whole check {r['speedup_whole_check']:.1f}x)")
     for c in compiles:
         print(f"{c['tutorial']:<26} cold compile: cpu {c['cpu_s']:.2f} s, {GPU} {c[f'{GPU}_s']:.2f} s "
-              f"({c[f'cpu_over_{GPU}']:.2f}x)")
+              f"({c[f'cpu_over_{GPU}']:.2f}x); cpu: host codegen {c['cpu_codegen_s']:.2f} s, LLVM O3 "
+              f"{c['cpu_optimize_s']:.2f} s, LLVM code generation {c['cpu_codegen_llvm_s']:.2f} s")
 
 
 if __name__ == "__main__":

@@ -312,7 +312,8 @@ def test_a_cached_variant_keeps_its_object_code_and_runs(tmp_path, monkeypatch):
 @pytest.mark.parametrize("other_level", ["x86-64", "x86-64-v3"])
 def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(disk_cache, monkeypatch, other_level):
     """The entry is a JSON header and raw sections (no pickle): the object's
-    bytes as they are; a process at another CPU level misses it and stores its own."""
+    bytes as they are; a process at another CPU level misses it and stores its
+    own (64 elements a program: vector code, of the level's width)."""
     import dataclasses
     import json
 
@@ -320,7 +321,7 @@ def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(disk_cache
     from tilec.launch.cache_entry import kernel_sections, unpack_entry
 
     x, y, out, n = vectors()
-    mine = fresh(add_kernel).compile(x, y, out, n, BLOCK_SIZE=16, target="cpu")
+    mine = fresh(add_kernel).compile(x, y, out, n, BLOCK_SIZE=64, target="cpu")
     (entry,) = (disk_cache / "kernel").iterdir()
     payload = cache.read_entry("kernel", entry.stem)
     header = json.loads(payload.partition(b"\n")[0])  # one line of JSON, then the raw sections
@@ -330,7 +331,7 @@ def test_the_cache_keeps_object_code_as_raw_bytes_under_the_cpu_level(disk_cache
     if facts.cpu == other_level or not facts.triple.startswith("x86_64"):
         pytest.skip(f"this process is at {facts.cpu} already")
     monkeypatch.setattr(host_target_module, "host_target", lambda: dataclasses.replace(facts, cpu=other_level))
-    theirs = run_on_cpu(fresh(add_kernel), (3, 1, 1), x, y, out, n, BLOCK_SIZE=16)
+    theirs = run_on_cpu(fresh(add_kernel), (3, 1, 1), x, y, out, n, BLOCK_SIZE=64)
     assert (cache.STATS["stored"], cache.STATS["hit"]) == (2, 0) and len(list((disk_cache / "kernel").iterdir())) == 2
     assert theirs.asm["obj"] != mine.asm["obj"]
     np.testing.assert_array_equal(out, x + y)

@@ -10,7 +10,9 @@ their elements, which LLVM vectorizes (``codegen.py``, ``tiles.py``).
 Its rooms: ``target.py`` (the facts: the CPU level), ``stages.py`` (the
 pipeline after ``optimize``: LLVM IR, assembly, object code),
 ``codegen.py``, ``tiles.py`` and the ``rules_*.py`` (tile IR -> LLVM IR),
-``lowering.py`` (printing, assertions, the math library), ``libcalls.py``
+``prefetch.py`` (the next program's loads), ``streaming.py`` (non-temporal
+stores of large outputs), ``lowering.py`` (printing, assertions, the math
+library), ``libcalls.py``
 (routines LLVM calls that no library here has), ``grid.py`` (the grid
 entry), ``launcher.py`` (MCJIT) and ``threads.py`` (the worker threads).
 

@@ -38,12 +38,16 @@ from tilec.rules import registry
 from tilec.targets.base import Target
 from tilec.codegen_llvm.kernel import _located, param_type
 from tilec.codegen_llvm.scalar_base import ScalarContext, declare, memory_type
+from tilec.opt.axis_info import analyze_axes
 from tilec.opt.written_pointers import UNTRACED, WRITES, pointer_origins
 from tilec.backends.host import prefetch
 from tilec.backends.host.bounds import Checks
 from tilec.backends.host.tiles import CHEAP, Buffer, Lazy, Tile, numel, write
 
-#: The i32 parameters the kernel takes after its own arguments.
+#: The i8 parameter the kernel takes after its arguments (and the bounds
+#: table): nonzero where the launch's stores may stream (``streaming.py``).
+STREAM_PARAM = "streaming"
+#: The i32 parameters the kernel takes last.
 GRID_PARAMS = ("program_id_x", "program_id_y", "program_id_z",
                "num_programs_x", "num_programs_y", "num_programs_z")
 #: Buffers start at this alignment (a cache line, the widest vector).
@@ -91,6 +95,12 @@ class HostCtx:
         self._current: Op | None = None  # the op being lowered
         self.relowering = False  # prefetch.next_pointers at work
         self._prefetches = prefetch.prefetchable_loads(fn)  # prefetch.py: still to place, once
+        self._axes = None  # opt.axis_info's facts, when first asked
+        self.may_stream = not any(isinstance(op, (ir.AtomicRMW, ir.AtomicCAS)) or isinstance(op, ir.Load)
+                                  and op.volatile for op in ir.walk(fn.body))  # streaming.py
+        with self.in_prologue():
+            flag = kernel.args[len(fn.args) + debug]
+            self.streaming = self.b.icmp_unsigned("!=", flag, flag.type(0))
 
     # --- values -----------------------------------------------------------------
     def __getitem__(self, v: Value) -> Any:
@@ -187,6 +197,12 @@ class HostCtx:
         read = frozenset().union(*(self._origins.get(load.ptr, anywhere) for load in _loads_feeding(v)))
         return UNTRACED in written or UNTRACED in read or bool(written & read)
 
+    def axes(self) -> dict:
+        """The axis analysis of the kernel's values (``opt.axis_info``)."""
+        if self._axes is None:
+            self._axes = analyze_axes(self.fn)
+        return self._axes
+
     def declare(self, name: str, ret: llir.Type, params: list) -> llir.Function:
         return declare(self.scalar, name, ret, params)
 
@@ -277,8 +293,8 @@ def _uses(fn: Function) -> tuple[dict, dict, dict, dict]:
 
 def kernel_params(fn: Function, debug: bool) -> list[llir.Type]:
     """The kernel's parameters: its arguments, under ``debug`` the bounds table
-    (``bounds.py``), then ``GRID_PARAMS``."""
-    return ([param_type(a.type) for a in fn.args] + [llir.PointerType()] * debug
+    (``bounds.py``), ``STREAM_PARAM``, then ``GRID_PARAMS``."""
+    return ([param_type(a.type) for a in fn.args] + [llir.PointerType()] * debug + [llir.IntType(8)]
             + [llir.IntType(32)] * len(GRID_PARAMS))
 
 
@@ -299,6 +315,7 @@ def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True, d
         ctx.env[a] = ctx.b.icmp_unsigned("!=", p, p.type(0)) if is_bool else p
     for p, name in zip(ctx.grid, GRID_PARAMS):
         p.name = name
+    kernel.args[len(fn.args) + debug].name = STREAM_PARAM
     ctx.lower_block(fn.body)
     ctx.b.ret_void()
     with ctx.b.goto_block(ctx._allocas):

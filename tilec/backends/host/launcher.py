@@ -7,9 +7,11 @@ The first launch of a ``CompiledKernel`` loads its object code (``asm["obj"]``)
 into an MCJIT engine of its own, kept in ``compiled.runtime`` for the
 variant's life (never in the disk cache, which holds data), and makes a
 ctypes function of its grid entry (``grid.py``).  A launch is then one call:
-arrays pass their data's address, scalars the integer of their bits, and
-the programs run on this process's threads (``threads.py``); ctypes lets go
-of the GIL for the call.  A launch is synchronous: a ``stream=`` has nothing
+arrays pass their data's address, scalars the integer of their bits, a
+flag says whether the arrays together exceed the last-level cache (stores
+of large outputs then stream past it: ``streaming.py``), and the programs
+run on this process's threads (``threads.py``); ctypes lets go of the GIL
+for the call.  A launch is synchronous: a ``stream=`` has nothing
 to order.
 
 Under ``debug=True`` (``@jit(debug=True)`` or the launch's keyword) every
@@ -62,11 +64,44 @@ class LoadedKernel:
     """A variant's code in this process: ``entry`` (its ``<kernel>_grid``, a
     ctypes function) is valid while ``engine``, the MCJIT engine holding it,
     lives; ``converters`` turn each IR argument's launch value into what
-    ``entry`` takes (``entry_converter``)."""
+    ``entry`` takes (``entry_converter``); ``arrays`` are the places of
+    the pointer arguments."""
 
     engine: Any
     entry: Callable[..., None]
     converters: tuple[Callable[[Any], int], ...]
+    arrays: tuple[int, ...]
+
+
+def streaming(nbytes: int) -> bool:
+    """Whether a launch over arrays of ``nbytes`` together lets its stores
+    stream (``streaming.py``): what it writes leaves the last-level cache
+    before it ends, so nothing gains from the write allocating there."""
+    return nbytes > (STREAM_BYTES if STREAM_BYTES is not None else last_level_cache_bytes())
+
+
+#: The arrays' size from which stores stream; None: the last-level cache's.
+STREAM_BYTES: Optional[int] = None
+#: The last-level cache's size where the system does not say.
+DEFAULT_CACHE_BYTES = 32 << 20
+
+
+@functools.cache
+def last_level_cache_bytes() -> int:
+    """The size of the CPU's outermost cache as Linux's sysfs gives it (for
+    the first CPU), else ``DEFAULT_CACHE_BYTES``."""
+    from pathlib import Path
+
+    sizes = {}
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level, size = (index / "level").read_text().strip(), (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        if level.isdigit() and size.rstrip("KMG").isdigit():
+            sizes[int(level)] = int(size.rstrip("KMG")) * scale
+    return sizes[max(sizes)] if sizes else DEFAULT_CACHE_BYTES
 
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
@@ -100,6 +135,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     values = [convert(v) for convert, v in zip(loaded.converters, arrays)]
     table = Table(compiled.fn, arrays) if compiled.options.debug else None
     hidden = [table.address] if table is not None else []
+    hidden.append(streaming(sum(arrays[i].nbytes for i in loaded.arrays)))
     run_programs(lambda first, last: loaded.entry(*values, *hidden, *grid, first, last), total,
                  compiled.metadata.shared if compiled.metadata else 0)
     if table is not None:
@@ -147,11 +183,12 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     engine = llvm.create_mcjit_compiler(empty, machine)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
-    hidden = [ctypes.c_void_p] * compiled.options.debug  # the bounds table
+    hidden = [ctypes.c_void_p] * compiled.options.debug + [ctypes.c_uint8]  # the bounds table, streaming
     signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *hidden,
                                  *[ctypes.c_int32] * 3, ctypes.c_int64, ctypes.c_int64)
     loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)),
-                          tuple(entry_converter(a.type) for a in compiled.fn.args))
+                          tuple(entry_converter(a.type) for a in compiled.fn.args),
+                          tuple(i for i, a in enumerate(compiled.fn.args) if isinstance(a.type, PointerType)))
     compiled.runtime[TARGET] = loaded
     return loaded
 

@@ -4,7 +4,9 @@ Without AVX512-BF16 (never chosen: ``target.py``), LLVM rounds f32 and f64
 to bf16 by calling ``__truncsfbf2`` and ``__truncdfbf2``, which GCC's
 runtime library has only in recent versions and Python loads nowhere.
 ``module()`` defines both, in LLVM IR, in a module the stage links into
-every kernel (``stages.lower_to_llvm``): to nearest even, NaN kept quiet
+every kernel that holds a bf16 value (``needed``, ``stages.lower_to_llvm``;
+parsed, optimized and compiled in the others, they took 5 ms a kernel):
+to nearest even, NaN kept quiet
 with its sign, as the interpreter rounds.  f64 goes to f32 rounding to odd
 first, which then rounds to bf16 as f64 would directly (f32 has more than
 twice bf16's precision plus two bits).
@@ -34,6 +36,12 @@ def module(target: Target) -> str:
     b = llir.IRBuilder(from_f64.append_basic_block())
     b.ret(_f32_to_bf16(b, _f64_to_f32_odd(ScalarContext(b, m), from_f64.args[0])))
     return str(m)
+
+
+def needed(kernel_llir: str) -> bool:
+    """Whether the kernel of LLVM IR text ``kernel_llir`` may call the
+    routines: where it holds a bf16 value (LLVM's ``bfloat``)."""
+    return "bfloat" in kernel_llir
 
 
 def _f32_to_bf16(b: llir.IRBuilder, x: llir.Value) -> llir.Value:

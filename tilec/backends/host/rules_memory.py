@@ -25,6 +25,7 @@ from tilec.codegen_llvm.memory import _FAILURE, _ORDERING, _from_memory, _guarde
 from tilec.codegen_llvm.scalar_base import bit_width, memory_type
 from tilec.backends.host.codegen import HostCtx, host_rule
 from tilec.backends.host.rules_values import element
+from tilec.backends.host.streaming import store_streaming, streamable
 from tilec.backends.host.tiles import I64, Tile, element_pointer, for_each, lazy
 
 #: What loading one element costs, roughly (a tile read twice is worth a buffer).
@@ -77,7 +78,14 @@ def _store(ctx: HostCtx, op: ir.Store) -> None:
             ctx.check_access(op, p)
             ctx.b.store(_to_memory(ctx, element(ctx, value, coords), elem), p)
         _guarded(ctx, element(ctx, mask, coords) if mask is not None else None, write, None)
-    _each(ctx, op.ptr, one)
+    if not streamable(ctx, op):
+        _each(ctx, op.ptr, one)
+        return
+    with ctx.b.if_else(ctx.streaming) as (streams, stays):
+        with streams:
+            store_streaming(ctx, ptr, value, mask, elem)
+        with stays:
+            _each(ctx, op.ptr, one)
 
 
 def _each(ctx: HostCtx, shaped: ir.Value, body) -> None:

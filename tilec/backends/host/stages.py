@@ -7,8 +7,8 @@ returns its own, which ``launch.compiler.run_stages`` keeps in
 ``CompiledKernel.asm[name]``:
 
 * ``llir``: ``codegen.lower`` (tiles as buffers and loop nests), the grid
-  entry ``<kernel>_grid`` (``grid.py``) and the bf16 roundings LLVM calls
-  (``libcalls.py``) linked in, the kernel internal
+  entry ``<kernel>_grid`` (``grid.py``) and, in a kernel with bf16 values,
+  the bf16 roundings LLVM calls (``libcalls.py``) linked in, the kernel internal
   (inlined into it), O3 at the target's CPU level, which vectorizes the
   loops over the tiles;
 * ``asm``: the assembly LLVM's code generator makes of it;
@@ -68,7 +68,8 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     build.metadata.shared_bytes = kernel.stack_bytes
     module = target.parse(kernel.llir)
     module.link_in(target.parse(grid_entry(fn, target, debug)))
-    module.link_in(target.parse(libcalls.module(target)))
+    if libcalls.needed(kernel.llir):
+        module.link_in(target.parse(libcalls.module(target)))
     module.get_function(fn.name).linkage = "internal"
     optimize(module, target)
     module.verify()

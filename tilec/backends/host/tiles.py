@@ -41,10 +41,9 @@ Coords = tuple  # of i64 LLVM values, one per dim
 
 #: Above this cost an element used twice is computed once into a buffer.
 CHEAP = 6
-#: An innermost loop of at least this many elements whose body branches is
-#: left to LLVM's loop vectorizer: LLVM would otherwise unroll a short loop
-#: (32 elements) fully before the vectorizer runs, and a masked load, a
-#: branch per element, stays scalar code.
+#: An innermost loop of at least this many elements is left to LLVM's loop
+#: vectorizer (``vector_loop``): LLVM would otherwise unroll a short loop
+#: (32 elements) fully before the vectorizer runs.
 VECTOR_LOOP = 16
 
 
@@ -126,7 +125,9 @@ def for_each(ctx: "HostCtx", shape: tuple, body: Callable[[Coords], None],
              starts: Sequence[int] = ()) -> None:
     """Emit ``body(coords)`` for every element of ``shape`` in row-major order:
     one loop per dim of more than one element, the last innermost (dims of
-    one get the constant 0); ``starts[d]`` skips the first elements of dim ``d``."""
+    one get the constant 0; the innermost a ``vector_loop`` from
+    ``VECTOR_LOOP`` elements, the others ``rolled_loop``s); ``starts[d]``
+    skips the first elements of dim ``d``."""
     def nest(d: int, coords: Coords) -> None:
         if d == len(shape):
             body(coords)
@@ -137,28 +138,53 @@ def for_each(ctx: "HostCtx", shape: tuple, body: Callable[[Coords], None],
             nest(d + 1, coords + (I64(start),))
             return
         inner = d == len(shape) - 1 or all(n == 1 for n in shape[d + 1:])
-        (vector_loop if inner and count >= VECTOR_LOOP else counted_loop)(
+        (vector_loop if inner and count >= VECTOR_LOOP else counted_loop if inner else rolled_loop)(
             ctx.b, I64(count), lambda i: nest(d + 1, coords + ((ctx.b.add(i, I64(start)) if start else i),)))
     nest(0, ())
 
 
 def vector_loop(b: llir.IRBuilder, count: llir.Value, body: Callable[[llir.Value], None]) -> None:
-    """``counted_loop``, marked ``llvm.loop.unroll.disable`` when ``body`` branches
-    (a masked load or store, ``VECTOR_LOOP``): LLVM's loop vectorizer, which
-    the mark does not stop, makes it vector code.  A body without a branch is
-    left to LLVM, which vectorizes it unrolled as well, and compiles faster."""
-    counters, blocks = [], len(b.function.blocks)
+    """``counted_loop`` for LLVM's loop vectorizer: marked
+    ``llvm.loop.unroll.disable``, so that LLVM does not unroll it before the
+    vectorizer sees it (a 32-element row of masked loads became 32
+    compare-and-branches, scalar code; a row of 32 multiplies, unrolled, was
+    vectorized across the loop around it, as gathers and scatters), and
+    ``llvm.loop.vectorize.followup_vectorized``, which gives the vector loop
+    LLVM makes of it ``llvm.loop.isvectorized`` alone: that loop LLVM unrolls
+    as it sees fit (a reduction's short levels become straight-line code)."""
+    m = b.module
+    marked_loop(b, count, body, UNROLL_DISABLE,
+                option(m, "llvm.loop.vectorize.followup_vectorized", option(m, "llvm.loop.isvectorized", 1)))
+
+
+def rolled_loop(b: llir.IRBuilder, count: llir.Value, body: Callable[[llir.Value], None]) -> None:
+    """``counted_loop``, marked ``llvm.loop.unroll.disable``: a loop around
+    others (a tile's rows), which LLVM would unroll fully after vectorizing
+    the loop inside it, copying that loop a row."""
+    marked_loop(b, count, body, UNROLL_DISABLE)
+
+
+#: The ``llvm.loop`` option that keeps LLVM from unrolling a loop.
+UNROLL_DISABLE = "llvm.loop.unroll.disable"
+
+
+def marked_loop(b: llir.IRBuilder, count: llir.Value, body: Callable[[llir.Value], None], *options) -> None:
+    """``counted_loop`` whose ``llvm.loop`` node holds ``options`` (an
+    option's name, or its node: ``option``)."""
+    counters = []
     counted_loop(b, count, lambda i: (counters.append(i), body(i)))
-    if len(b.function.blocks) > blocks + 2:  # the loop's own two blocks, and the body's
-        latch = counters[0].incomings[-1][1]
-        latch.terminator.set_metadata("llvm.loop", _loop_id(b.module, "llvm.loop.unroll.disable"))
+    latch = counters[0].incomings[-1][1]
+    node = llir.values.MDValue(b.module, [], name=str(len(b.module.metadata)))  # a new loop's own node,
+    node.operands = (node,) + tuple(option(b.module, o) if isinstance(o, str) else o for o in options)  # first
+    latch.terminator.set_metadata("llvm.loop", node)
 
 
-def _loop_id(module: llir.Module, *options: str) -> llir.values.MDValue:
-    """A new loop's ``llvm.loop`` node: itself first (one node a loop), then ``options``."""
-    node = llir.values.MDValue(module, [], name=str(len(module.metadata)))
-    node.operands = (node,) + tuple(module.add_metadata([llir.MetaDataString(module, o)]) for o in options)
-    return node
+def option(module: llir.Module, name: str, *values) -> llir.values.MDValue:
+    """A loop option's node: its name, then ``values`` (an int is an i32, a
+    bool an i1; a node as it is)."""
+    def value(v):
+        return llir.IntType(1)(v) if isinstance(v, bool) else llir.IntType(32)(v) if isinstance(v, int) else v
+    return module.add_metadata([llir.MetaDataString(module, name), *map(value, values)])
 
 
 def write(ctx: "HostCtx", tile: Tile, buf: Buffer) -> None:
