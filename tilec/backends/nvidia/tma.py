@@ -145,39 +145,40 @@ def _local_alloc(ctx: Ctx, op: ir.LocalAlloc) -> None:
 def _tma_copy(ctx: Ctx, op: ir.TmaCopy) -> None:
     """Thread 0, where ``pred``: expect the slot's bytes on its mbarrier, start one copy an atom."""
     b, buf = ctx.b, op.buf.type
-    tmap = _map_of(op)
-    atom, rows = tmap.box
-    params = ctx.extra_params[tmap.parameter]
-    base, barrier = slot_base(ctx, op.buf, op.slot), _mbarrier(ctx, op.buf, ctx[op.slot][0])
-    row, col = (ctx[c][0] for c in op.coords)
+    barrier = _mbarrier(ctx, op.buf, ctx[op.slot][0])
     first = b.and_(b.icmp_unsigned("==", ctx.tid, I32(0)), ctx[op.pred][0])
     with b.if_then(first):
         _asm(ctx, f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {matrix_bytes(buf.shape, buf.elem)};",
              [barrier])
-        for j in range(_slow_fast(buf)[1] // atom):
-            dst = byte_offset(b, base, I32(j * rows * atom * buf.elem.bytes))
-            x = b.add(col, I32(j * atom)) if j else col
+        for params, x, row, smem in _boxes(ctx, op):
             _asm(ctx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                      "[$0], [$1, {$2, $3}], [$4];", [dst, params, x, row, barrier])
+                      "[$0], [$1, {$2, $3}], [$4];", [smem, params, x, row, barrier])
 
 
 @lowers(ir.TmaStore)
 def _tma_store(ctx: Ctx, op: ir.TmaStore) -> None:
     """Thread 0: one bulk store an atom, then wait until the slot has been read."""
+    b = ctx.b
+    with b.if_then(b.icmp_unsigned("==", ctx.tid, I32(0))):
+        for params, x, row, smem in _boxes(ctx, op):
+            _asm(ctx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
+                 [params, x, row, smem])
+        _asm(ctx, "cp.async.bulk.commit_group;", [])
+        _asm(ctx, "cp.async.bulk.wait_group.read 0;", [])
+
+
+def _boxes(ctx: Ctx, op) -> list[tuple]:
+    """The boxes a ``tma_copy`` or ``tma_store`` moves, one a swizzle atom of its
+    slot: (tensor map parameter, column, row, the atom's shared-memory address)."""
     b, buf = ctx.b, op.buf.type
     tmap = _map_of(op)
     atom, rows = tmap.box
     params = ctx.extra_params[tmap.parameter]
     base = slot_base(ctx, op.buf, op.slot)
     row, col = (ctx[c][0] for c in op.coords)
-    with b.if_then(b.icmp_unsigned("==", ctx.tid, I32(0))):
-        for j in range(_slow_fast(buf)[1] // atom):
-            src = byte_offset(b, base, I32(j * rows * atom * buf.elem.bytes))
-            x = b.add(col, I32(j * atom)) if j else col
-            _asm(ctx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
-                 [params, x, row, src])
-        _asm(ctx, "cp.async.bulk.commit_group;", [])
-        _asm(ctx, "cp.async.bulk.wait_group.read 0;", [])
+    return [(params, b.add(col, I32(j * atom)) if j else col, row,
+             byte_offset(b, base, I32(j * rows * atom * buf.elem.bytes)))
+            for j in range(_slow_fast(buf)[1] // atom)]
 
 
 @lowers(ir.TmaWait)
