@@ -40,11 +40,16 @@ def grouped_block(M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, 
 
 
 @tilec.jit
-def store_block(c_ptr, accumulator, pid_m, pid_n, M, N, stride_cm, stride_cn,
-                BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, ACTIVATION: tl.constexpr):
+def activate(accumulator, ACTIVATION: tl.constexpr):
     if ACTIVATION == "leaky_relu":
         accumulator = leaky_relu(accumulator)
-    c = accumulator.to(c_ptr.dtype.element_ty)
+    return accumulator
+
+
+@tilec.jit
+def store_block(c_ptr, accumulator, pid_m, pid_n, M, N, stride_cm, stride_cn,
+                BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, ACTIVATION: tl.constexpr):
+    c = activate(accumulator, ACTIVATION).to(c_ptr.dtype.element_ty)
     offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
     offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
@@ -76,12 +81,13 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     store_block(c_ptr, accumulator, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_SIZE_M, BLOCK_SIZE_N, ACTIVATION)
 
 
-# The same matmul with a and b read through tensor descriptors (``TensorDescriptor``
-# arguments, blocks of BLOCK_SIZE_M x BLOCK_SIZE_K and BLOCK_SIZE_K x BLOCK_SIZE_N):
-# a block past the tensor's edge reads zeros, so the K loop needs no masks, and on
-# an H100 each block is one copy by the tensor memory accelerator.
+# The same matmul with a, b and c through tensor descriptors (``TensorDescriptor``
+# arguments, blocks of BLOCK_SIZE_M x BLOCK_SIZE_K, BLOCK_SIZE_K x BLOCK_SIZE_N and
+# BLOCK_SIZE_M x BLOCK_SIZE_N): a block past the tensor's edge reads zeros and
+# writes nothing, so neither the K loop nor the store needs a mask, and on an
+# H100 each block is one copy by the tensor memory accelerator.
 @tilec.jit
-def matmul_descriptor_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+def matmul_descriptor_kernel(a_desc, b_desc, c_desc, M, N, K,
                              BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
                              GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
     pid_m, pid_n = grouped_block(M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
@@ -90,7 +96,7 @@ def matmul_descriptor_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_c
         a = a_desc.load([pid_m * BLOCK_SIZE_M, k * BLOCK_SIZE_K])
         b = b_desc.load([k * BLOCK_SIZE_K, pid_n * BLOCK_SIZE_N])
         accumulator = tl.dot(a, b, accumulator)
-    store_block(c_ptr, accumulator, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_SIZE_M, BLOCK_SIZE_N, ACTIVATION)
+    c_desc.store([pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N], activate(accumulator, ACTIVATION).to(c_desc.dtype))
 
 
 def element_strides(x) -> tuple:
@@ -116,13 +122,13 @@ def launch_matmul(kernel, a, b, c, activation="", block_m=16, block_n=16, block_
 def launch_matmul_descriptors(kernel, a, b, c, descriptor, activation="", block_m=16, block_n=16, block_k=16,
                               group_size_m=2, num_warps=4, num_stages=3):
     """``c = activation(a @ b)`` with ``matmul_descriptor_kernel`` or its Triton twin
-    (``kernel``), ``descriptor`` its language's ``TensorDescriptor`` class; a and b
-    need rows of 16-byte multiples (a tensor descriptor's rule)."""
+    (``kernel``), ``descriptor`` its language's ``TensorDescriptor`` class; a, b
+    and c need rows of 16-byte multiples (a tensor descriptor's rule)."""
     M, K = a.shape
     N = b.shape[1]
     grid = lambda META: (tilec.cdiv(M, META["BLOCK_SIZE_M"]) * tilec.cdiv(N, META["BLOCK_SIZE_N"]),)  # noqa: E731
-    kernel[grid](descriptor.from_tensor(a, [block_m, block_k]), descriptor.from_tensor(b, [block_k, block_n]), c,
-                 M, N, K, *element_strides(c), BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k,
+    kernel[grid](descriptor.from_tensor(a, [block_m, block_k]), descriptor.from_tensor(b, [block_k, block_n]),
+                 descriptor.from_tensor(c, [block_m, block_n]), M, N, K, BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k,
                  GROUP_SIZE_M=group_size_m, ACTIVATION=activation, num_warps=num_warps, num_stages=num_stages)
 
 

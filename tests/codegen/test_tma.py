@@ -32,11 +32,13 @@ def compiled(arch: str, bm=128, bn=128, bk=64, num_stages=3):
 def test_descriptor_blocks_are_copied_by_the_accelerator(arch):
     k = compiled(arch)
     ptx = k.asm["ptx"]
-    # a: 128x64 f16 rows of 128 bytes, one box; b: 64x128 rows of 256 bytes, two 64-wide atoms
-    assert k.metadata.tensor_maps == [["a_desc", [64, 128], 128], ["b_desc", [64, 64], 128]]
+    # a: 128x64 f16 rows of 128 bytes, one box; b: 64x128 rows of 256 bytes, two 64-wide atoms;
+    # c (stored): 128x128 f32 rows of 512 bytes, four 32-wide atoms
+    assert k.metadata.tensor_maps == [["a_desc", [64, 128], 128], ["b_desc", [64, 64], 128],
+                                      ["c_desc", [32, 128], 128]]
     params = re.findall(r"\.param \.align 64 \.b8 \w+_param_(\d+)\[128\]", ptx)
     own = len(k.fn.args)
-    assert params == [str(own), str(own + 1)]  # after the kernel's own parameters
+    assert params == [str(own), str(own + 1), str(own + 2)]  # after the kernel's own parameters
     slots = 4 if arch == "sm_90a" else 3  # a warpgroup dot left running takes one more slot
     assert ptx.count("mbarrier.init.shared::cta.b64") == 2 * slots
     copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes", ptx)
@@ -79,14 +81,10 @@ def test_layouts_no_box_writes_have_no_tensor_map():
 
 
 def test_a_descriptor_store_is_a_bulk_copy_from_shared_memory():
-    from kernels.descriptor_matmul import matmul_stores_descriptor
-    from tilec.tools.tensor_descriptor import TensorDescriptor
+    from kernels.descriptor_matmul import compile_descriptor_matmul
 
     a, c = np.zeros((256, 256), np.float16), np.zeros((256, 256), np.float32)
-    k = matmul_stores_descriptor.compile(TensorDescriptor.from_tensor(a, [128, 64]),
-                                         TensorDescriptor.from_tensor(a, [64, 128]),
-                                         TensorDescriptor.from_tensor(c, [128, 128]), 256, BM=128, BN=128, BK=64,
-                                         target="sm_90a", num_warps=8, num_stages=3)
+    k = compile_descriptor_matmul(a, a, c, (128, 128, 64), target="sm_90a", num_warps=8, num_stages=3)
     # c: 128 x 128 f32 rows of 512 bytes, four 32-column atoms of 128 bytes
     assert k.metadata.tensor_maps[-1] == ["c_desc", [32, 128], 128]
     ptx = k.asm["ptx"]

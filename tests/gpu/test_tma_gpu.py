@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernels.descriptor_matmul import (descriptor_arguments, matmul_bt_descriptors, matmul_bt_pointers,
-                                       matmul_stores_descriptor)
+from kernels.descriptor_matmul import descriptor_arguments, matmul_bt_descriptors, matmul_bt_pointers
 from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
@@ -28,9 +27,10 @@ pytestmark = [
 ]
 
 
-def run(a, b, BM, BN, BK, num_warps, num_stages):
+def run(a, b, BM, BN, BK, num_warps, num_stages, c=None):
+    """``c = a @ b`` by the tutorial's descriptor kernel (into a NaN-filled f32 ``c`` unless given)."""
     M, N = a.shape[0], b.shape[1]
-    c = torch.full((M, N), float("nan"), device="cuda")
+    c = torch.full((M, N), float("nan"), device="cuda") if c is None else c
     args, constexprs = descriptor_arguments(a, b, c, (BM, BN, BK))
     options = dict(constexprs, num_warps=num_warps, num_stages=num_stages)
     matmul_descriptor_kernel[(tilec.cdiv(M, BM) * tilec.cdiv(N, BN),)](*args, **options)
@@ -119,12 +119,8 @@ def test_a_descriptor_store_writes_the_block_and_nothing_past_the_tensor(shape, 
     b = torch.randn(K, N, device="cuda").half()
     wide = torch.full((M + 5, N + 64), 7.0, device="cuda", dtype=getattr(torch, out_dtype))
     c = wide[:M, :N]
-    BM, BN, BK = 128, 128, 64
-    args = (TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
-            TensorDescriptor.from_tensor(c, [BM, BN]), K)
-    matmul_stores_descriptor[(tilec.cdiv(M, BM), tilec.cdiv(N, BN))](*args, BM=BM, BN=BN, BK=BK, num_warps=8,
-                                                                     num_stages=3)
-    ptx = matmul_stores_descriptor.compile(*args, BM=BM, BN=BN, BK=BK, num_warps=8, num_stages=3).asm["ptx"]
+    _, compiled = run(a, b, 128, 128, 64, 8, 3, c)
+    ptx = compiled.asm["ptx"]
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2 * K ** 0.5)
     assert (wide[M:] == 7).all() and (wide[:, N:] == 7).all()

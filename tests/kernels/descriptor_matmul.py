@@ -1,6 +1,7 @@
 """Tutorial 03's matmul through host tensor descriptors (``matmul_descriptor_kernel``),
 as the host and GPU tests of the tensor memory accelerator call it: on sm_90 its
-K loop copies each block with the accelerator (``tilec/backends/nvidia/tma.py``).
+K loop copies each block with the accelerator (``tilec/backends/nvidia/tma.py``)
+and so does its store of ``c`` (``tma_stores.py``).
 And ``c = a @ b.T`` with ``b`` loaded as stored (``N x K``) and transposed for
 the dot, through pointers and through descriptors: the pipeliner copies such
 a block transposed into its slot."""
@@ -17,7 +18,8 @@ def descriptor_arguments(a, b, c, block: tuple) -> tuple[tuple, dict]:
     bm, bn, bk = block
     M, K = a.shape
     N = b.shape[1]
-    args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]), c, M, N, K, N, 1)
+    args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+            TensorDescriptor.from_tensor(c, [bm, bn]), M, N, K)
     return args, dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=1, ACTIVATION="")
 
 
@@ -54,13 +56,3 @@ def matmul_bt_descriptors(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: 
     rn = pid_n * BN + tl.arange(0, BN)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-
-@tilec.jit
-def matmul_stores_descriptor(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """``c = a @ b`` with all three through host tensor descriptors: on sm_90 ``c``'s
-    blocks are written by the tensor memory accelerator (``tma_stores.py``)."""
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
-    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))

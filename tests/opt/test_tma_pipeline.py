@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels.descriptor_matmul import (compile_descriptor_matmul, descriptor_arguments, matmul_bt_descriptors,
-                                       matmul_bt_pointers, matmul_stores_descriptor)
+                                       matmul_bt_pointers)
 from kernels.matmul import matmul_descriptor_kernel
 
 import tilec
@@ -39,14 +39,15 @@ def lowered(m, n, k, block, target=SM_90, num_stages=3):
     compiled = compile_descriptor_matmul(a, b, c, block, target="host")
     fn = assign_layouts(compiled.fn, num_warps=4, target=target)
     args = dict(a_desc=a, a_desc_shape0=m, a_desc_shape1=k, a_desc_stride0=k, b_desc=b, b_desc_shape0=k,
-                b_desc_shape1=n, b_desc_stride0=n, c_ptr=c, M=m, N=n, K=k, stride_cm=n)
+                b_desc_shape1=n, b_desc_stride0=n, c_desc=c, c_desc_shape0=m, c_desc_shape1=n, c_desc_stride0=n, M=m, N=n, K=k)
     return fn, pipeline_loops(fn, num_stages, target, num_warps=4), args
 
 
 def run(fn, grid, args):
+    """``fn`` on the interpreter over copies of ``args``; the output ``c`` (``c_ptr`` or ``c_desc``)."""
     fresh = {name: v.copy() if isinstance(v, np.ndarray) else v for name, v in args.items()}
     interpret(fn, grid, [fresh[name] for name in fn.arg_names if name in fresh])
-    return fresh["c_ptr"]
+    return fresh.get("c_desc", fresh.get("c_ptr"))
 
 
 @settings(max_examples=12, deadline=None)
@@ -98,7 +99,7 @@ def test_only_host_descriptors_with_a_tensor_the_accelerator_can_read_name_their
     empty = TensorDescriptor(np.zeros((16, 16), np.float16), [0, 16], [16, 1], [16, 16])  # no rows
     fn = matmul_descriptor_kernel.compile(empty, *args[1:], **constexprs, target="host").fn
     named = re.findall(r'descriptor = "(\w+)"', print_function(fn))
-    assert named == ["b_desc"]  # no tensor map over a tensor with a dim of 0
+    assert named == ["b_desc", "c_desc"]  # no tensor map over a tensor with a dim of 0
 
 
 @settings(max_examples=10, deadline=None)
@@ -146,10 +147,7 @@ def test_a_descriptor_store_goes_through_shared_memory_to_the_accelerator(m, n, 
     wide = np.full((m + 3, n + 8), 7.0, np.float32)  # c is a view of it: the rest must stay 7
     c = wide[:m, :n]
     bm, bn, bk = block
-    compiled = matmul_stores_descriptor.compile(TensorDescriptor.from_tensor(a, [bm, bk]),
-                                                TensorDescriptor.from_tensor(b, [bk, bn]),
-                                                TensorDescriptor.from_tensor(c, [bm, bn]), k, BM=bm, BN=bn, BK=bk,
-                                                target="host")
+    compiled = compile_descriptor_matmul(a, b, c, block, target="host")
     fn = assign_layouts(compiled.fn, num_warps=4, target=SM_90)
     stored = store_blocks_in_bulk(fn, SM_90)
     text = print_function(stored)
@@ -157,8 +155,8 @@ def test_a_descriptor_store_goes_through_shared_memory_to_the_accelerator(m, n, 
     assert "convert_layout" not in text.split("local_store")[-1]  # stored from the dot's layout
     args = dict(a_desc=a, a_desc_shape0=m, a_desc_shape1=k, a_desc_stride0=k, b_desc=b, b_desc_shape0=k,
                 b_desc_shape1=n, b_desc_stride0=n, c_desc=c, c_desc_shape0=m, c_desc_shape1=n,
-                c_desc_stride0=n + 8, K=k)
-    grid = (math.ceil(m / bm), math.ceil(n / bn))
+                c_desc_stride0=n + 8, M=m, N=n, K=k)
+    grid = (math.ceil(m / bm) * math.ceil(n / bn),)
     outs = []
     for version in (fn, stored):
         fresh_wide = wide.copy()
