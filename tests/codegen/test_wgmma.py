@@ -117,27 +117,6 @@ def test_two_warpgroups_split_the_rows_and_one_instruction_takes_256_columns():
     assert "m64n64k16" not in ptx
 
 
-@pytest.mark.parametrize("block,warps", [((256, 128, 64), 8), ((128, 256, 64), 8), ((128, 128, 64), 4),
-                                         ((64, 128, 64), 4)], ids=["256x128w8", "128x256w8", "128x128w4", "64x128w4"])
-def test_the_k_loops_accumulator_starts_without_zeros_so_ptxas_keeps_wgmma_async(block, warps):
-    """No register of the accumulator is zeroed before the K loop (its first
-    instructions take scale-d = ``k != 0`` and ignore them; ``zeros`` are
-    selected after the final wait when the loop ran no iteration), so no
-    move on the path that skips the loop reaches that wait, for which
-    ``ptxas`` serializes every ``wgmma`` (C7515, "non wgmma instructions
-    defining accumulator registers")."""
-    ptx = _matmul_ptx("sm_90a", block=block, warps=warps)
-    scales = re.findall(r"setp\.ne\.b32 p, (\S+), 0;\n\s*wgmma\.mma_async", ptx)
-    chunks = (block[0] // (16 * warps)) * max(1, block[1] // 256)  # instructions per 16 of k
-    assert scales.count("1") == len(scales) - chunks and all(s.startswith("%r") for s in scales if s != "1"), scales
-    before_loop = ptx.split("wgmma.fence.sync.aligned")[0]
-    assert "0f00000000" not in before_loop  # no accumulator set to zero
-    if ptxas.find_ptxas() is None:
-        pytest.skip("no ptxas to assemble the PTX")
-    result = ptxas.assemble(ptx, "sm_90a")
-    assert "C7515" not in result.log and result.spill_stores == 0, result.log
-
-
 def test_plain_sm_90_stays_on_mma_sync():
     ptx = _matmul_ptx("sm_90")
     assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx

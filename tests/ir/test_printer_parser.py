@@ -199,7 +199,6 @@ func @layouts(%x: tile<16x8xf32, blocked<[1, 4], [16, 2], [1, 4], [1, 0]>>) {
 MMA_LAYOUTS = """\
 func @mma_layouts(%a: tile<64x32xf16, dot_op<0, 2, mma<[2, 2]>>>, %b: tile<32x64xf16, dot_op<1, 2, mma<[2, 2]>>>) {
   %z = constant {value = 0.0, type = tile<64x64xf32>} : tile<64x64xf32, mma<[2, 2]>>
-  %u = undefined {type = tile<64x64xf32, mma<[2, 2]>>} : tile<64x64xf32, mma<[2, 2]>>
   %c = dot %a, %b, %z : tile<64x64xf32, mma<[2, 2]>>
   %d = convert_layout %c {layout = blocked<[1, 4], [4, 8], [4, 1], [1, 0]>} : tile<64x64xf32, blocked<[1, 4], [4, 8], [4, 1], [1, 0]>>
 }

@@ -42,13 +42,6 @@ def _constant(ctx: Ctx, op: ir.Constant) -> None:
     ctx.bind(op.results, [[constant(elem, op.value)] * registers_of(op.result)])
 
 
-@lowers(ir.Undefined)
-def _undefined(ctx: Ctx, op: ir.Undefined) -> None:
-    t = op.result.type
-    elem = t.elem if isinstance(t, TileType) else t
-    ctx.bind(op.results, [[llir.Constant(llvm_type(elem), llir.Undefined)] * registers_of(op.result)])
-
-
 @lowers(ir.ProgramId)
 def _program_id(ctx: Ctx, op: ir.ProgramId) -> None:
     ctx.bind(op.results, [[ctx.lowering.program_id(ctx, op.axis)]])

@@ -190,10 +190,3 @@ def convert_constant(value, t) -> np.ndarray:
     if isinstance(value, float):
         return cast(np.asarray(value, np.float64), ScalarType("f64"), t)
     return cast(np.asarray(value), ScalarType("i64"), t)
-
-
-def poison(dtype: np.dtype):
-    """The value the interpreter gives what nothing defined: NaN, or all bits set."""
-    if dtype.kind == "f":
-        return np.nan
-    return True if dtype.kind == "b" else np.invert(np.zeros((), dtype))

@@ -19,14 +19,20 @@ from __future__ import annotations
 import numpy as np
 
 from tilec.ir import gpu_ops as gpu
-from tilec.ir.interp_dtypes import compute_dtype, poison
+from tilec.ir.interp_dtypes import compute_dtype
 from tilec.ir.interpret import masked_load, masked_store, runs
+
+
+def _poison(dtype: np.dtype):
+    if dtype.kind == "f":
+        return np.nan
+    return True if dtype.kind == "b" else np.invert(np.zeros((), dtype))
 
 
 @runs(gpu.LocalAlloc)
 def _local_alloc(op, frame):
     dtype = compute_dtype(op.elem)
-    frame.launch.shared[op.result] = np.full((frame.size,) + tuple(op.shape), poison(dtype), dtype)
+    frame.launch.shared[op.result] = np.full((frame.size,) + tuple(op.shape), _poison(dtype), dtype)
     frame.bind(op.results, [np.arange(frame.size)])
 
 

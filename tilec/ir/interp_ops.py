@@ -22,7 +22,7 @@ import numpy as np
 
 from tilec.ir import ops as ir
 from tilec.ir.math_functions import VALUE
-from tilec.ir.interp_dtypes import bitcast, cast, compute_dtype, convert_constant, memory_dtype, poison, round_float
+from tilec.ir.interp_dtypes import bitcast, cast, compute_dtype, convert_constant, memory_dtype, round_float
 from tilec.ir.types import ScalarType, bf16, elem_type, f16, shape_of
 from tilec.rules import registry
 
@@ -257,12 +257,6 @@ def _constant(op, vals):
     shape = shape_of(op.type)
     scalar = convert_constant(op.value, elem_type(op.type))
     return [np.broadcast_to(scalar, (1,) + shape)]
-
-
-@evaluates(ir.Undefined)
-def _undefined(op, vals):
-    dtype = compute_dtype(elem_type(op.type))
-    return [np.full((1,) + shape_of(op.type), poison(dtype), dtype)]
 
 
 @evaluates(ir.Arange)

@@ -46,24 +46,6 @@ class EffectOp(Op):
 # --------------------------------------------------------------------------- #
 
 @dataclass(eq=False, kw_only=True)
-class Undefined(Op):
-    """A value of ``type`` whose contents nothing may rely on (LLVM's
-    ``undef``; the interpreter gives poison: NaN, or all bits set).  The
-    NVIDIA pipeliner starts a carried accumulator with one when its first
-    ``dot`` ignores it (``backends/nvidia/pipeline.py``), so that no register
-    is set to zero before the loop."""
-
-    NAME = "undefined"
-    type: Type = attr()
-
-    def infer_types(self):
-        return [self.type]
-
-    def verify(self):
-        _require(self, not is_pointer(self.type), "pointers cannot be undefined")
-
-
-@dataclass(eq=False, kw_only=True)
 class Constant(Op):
     """``value`` (bool, int or float) as a scalar, or splat over a tile ``type``."""
 

@@ -50,7 +50,7 @@ from tilec.ir.builder import Builder
 from tilec.ir.core import Function, Op, Value, clone_op
 from tilec.ir.layouts import Blocked, Shared
 from tilec.ir.layouts_nvidia import DotOperand, swizzled_layout
-from tilec.ir.types import TileType, i1, i32, with_elem
+from tilec.ir.types import TileType, i32
 from tilec.opt import pipelining
 from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, next_slot, users_of
 from tilec.opt.rewrite import rebuild
@@ -144,9 +144,6 @@ class _Pipeliner(StageEmitter):
         self.bufs = {load: self.alloc(load) for load in self.s.loads}
         out.create(ir.Barrier)
         carried = [self.outer(v) for v in loop.inits]
-        self.zeros = self.zero_start(carried)
-        if self.zeros is not None:
-            carried[self.overlap.place] = out.value(ir.Undefined, type=self.zeros.type)
         for p in range(self.n - 1):
             step = self.const(p * self.s.step, self.bound_type)
             iv = self.lower if p == 0 else out.value(ir.Add, lhs=self.lower, rhs=step)
@@ -160,35 +157,8 @@ class _Pipeliner(StageEmitter):
             place = self.overlap.place
             result = loop.results[place]
             done = out.value(ir.DotWait, name=result.name, value=new_loop.results[place], pending=0)
-            if self.zeros is not None:  # zeros where the loop ran no iteration
-                ran = out.value(ir.Compare, lhs=self.lower, rhs=self.upper, pred="lt")
-                done = self.started_or_zeros(out, ran, done, result.name)
             self.vmap[result] = done
         return out.block.ops
-
-    def zero_start(self, inits: list[Value]) -> Optional[Value]:
-        """The zero tile a chained dot's accumulator starts from, if it does.
-
-        Set to zero before the loop, the accumulator's registers would also be
-        set on the path that skips the loop, and ``ptxas`` serializes every
-        ``wgmma`` of a loop whose final wait such a path reaches (C7515).  So
-        the loop starts it undefined and feeds the dot ``select(iv != lower,
-        acc, zeros)`` (``wgmma`` takes the condition as its scale-d and reads
-        no zeros, ``wgmma.accumulator_input``), and after the loop ``select(
-        lower < upper, acc, zeros)``.  A carried "started" flag would do, but
-        LLVM peels the loop's first iteration to make such a flag invariant."""
-        overlap = self.overlap
-        if overlap is None or overlap.deferred:
-            return None
-        init = inits[overlap.place]
-        is_zero = isinstance(init.owner, ir.Constant) and init.owner.value == 0
-        return init if is_zero and isinstance(init.type, TileType) else None
-
-    def started_or_zeros(self, b: Builder, started: Value, acc: Value, name: Optional[str]) -> Value:
-        """``select(started, acc, zeros)``, the scalar ``started`` splat to ``acc``'s layout."""
-        cond = b.value(ir.Splat, src=started, shape=acc.type.shape)
-        cond.type = with_elem(acc.type, i1)
-        return b.value(ir.Select, name=name, cond=cond, a=acc, b=self.zeros)
 
     def alloc(self, load: ir.Load) -> Value:
         """A buffer of ``slots`` slots for ``load``'s tile, or its transpose (``buffer_type``)."""
@@ -239,10 +209,6 @@ class _Pipeliner(StageEmitter):
         self.local_loads(b, vmap, read)
         overlap = self.overlap
         unwaited = loop.body.args[1 + overlap.place] if overlap is not None and overlap.deferred else None
-        if self.zeros is not None:  # the dot's one reader of the carried accumulator (zero_start)
-            carried_acc = loop.body.args[1 + overlap.place]
-            started = b.value(ir.Compare, lhs=iv, rhs=self.lower, pred="ne")
-            vmap[carried_acc] = self.started_or_zeros(b, started, vmap[carried_acc], carried_acc.name)
         for op in self.s.last:
             if unwaited is not None and _reads(op, unwaited):  # the iteration before's deferred dot
                 vmap[unwaited] = b.value(ir.DotWait, name=unwaited.name, value=vmap[unwaited], pending=0)

@@ -187,7 +187,7 @@ def lower_warpgroup_dot(ctx: Ctx, op: ir.Dot, step_words) -> None:
     # warpgroup g's rows start at 64 g (then every 16 * num_warps)
     b_base = _descriptor_base(ctx, b_reader.base, b_desc, None)
     a_base = _descriptor_base(ctx, a_reader.base, a_desc, group) if a_desc is not None else None
-    acc, scale_d = accumulator_input(ctx, op)
+    acc = list(ctx[op.acc])
     a_regs = None if a_desc is not None else step_words(ctx, op.a, elem)
     _fence(ctx)
     k_step = group_k(elem)
@@ -204,22 +204,9 @@ def lower_warpgroup_dot(ctx: Ctx, op: ir.Dot, step_words) -> None:
                 else:
                     a_op = a_step[rm]
                 acc[first:first + count] = _issue(ctx, elem, width, a_desc, b_desc, a_op, b_d,
-                                                  acc[first:first + count], scale_d if ks == 0 else None)
+                                                  acc[first:first + count])
     _commit(ctx)
     ctx.bind(op.results, [acc if _waited_later(ctx, op) else _wait(ctx, acc, 0)])
-
-
-def accumulator_input(ctx: Ctx, op: ir.Dot) -> tuple[list, Optional[llir.Value]]:
-    """The registers ``op`` accumulates into, and the scale-d of its first
-    instructions (None: 1).  For ``acc = select(splat(started), carried,
-    zeros)`` (the pipeliner's ``zero_start``) they are the carried registers
-    with ``started`` as the scale-d: while it is false the instructions ignore
-    them, so the select and its zeros are never made."""
-    select = op.acc.owner
-    if isinstance(select, ir.Select) and isinstance(select.cond.owner, ir.Splat) and \
-            isinstance(select.b.owner, ir.Constant) and select.b.owner.value == 0:
-        return list(ctx[select.a]), ctx[select.cond.owner.src][0]
-    return list(ctx[op.acc]), None
 
 
 def _waited_later(ctx: Ctx, op: ir.Dot) -> bool:
@@ -279,22 +266,19 @@ def _add(ctx: Ctx, desc, offset: int):
 
 
 def _issue(ctx: Ctx, elem: ScalarType, n: int, a_desc: Optional[Descriptor], b_desc: Descriptor,
-           a_op: list, b_d, acc: list, scale_d: Optional[llir.Value]) -> list:
+           a_op: list, b_d, acc: list) -> list:
     fn = _wgmma_asm(PTX_TYPES[elem], n, a_desc is None, a_desc is not None and a_desc.transposed,
-                    b_desc.transposed, scale_d is not None)
-    scale = [] if scale_d is None else [ctx.b.zext(scale_d, I32)]
-    out = ctx.b.call(fn, a_op + [b_d] + scale + acc)
+                    b_desc.transposed)
+    out = ctx.b.call(fn, a_op + [b_d] + acc)
     return [ctx.b.extract_value(out, i) for i in range(len(acc))]
 
 
 @functools.cache
-def _wgmma_asm(types: str, n: int, a_in_registers: bool, trans_a: bool, trans_b: bool,
-               dynamic_scale: bool = False) -> llir.InlineAsm:
+def _wgmma_asm(types: str, n: int, a_in_registers: bool, trans_a: bool, trans_b: bool) -> llir.InlineAsm:
     """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.{types}`` with ``n / 2``
-    accumulators in and out (tied), accumulating (scale-d 1, or with
-    ``dynamic_scale`` an i32 operand after ``b``'s: 0 ignores the
-    accumulators); floating-point forms also take the operand scales (1),
-    and 16-bit ones the transpose bits, which 8-bit forms do not have."""
+    accumulators in and out (tied), accumulating (scale-d 1); floating-point
+    forms also take the operand scales (1), and 16-bit ones the transpose
+    bits, which 8-bit forms do not have."""
     count = n // 2
     elem = next(e for e, t in PTX_TYPES.items() if t == types)
     outs = ", ".join(f"${i}" for i in range(count))
@@ -306,14 +290,12 @@ def _wgmma_asm(types: str, n: int, a_in_registers: bool, trans_a: bool, trans_b:
     else:
         a_text, a_types, a_cons = f"${count}", [I64], ["l"]
     b_at = count + len(a_types)
-    scale = f"${b_at + 1}" if dynamic_scale else "1"
     instruction = f"wgmma.mma_async.sync.aligned.m64n{n}k{group_k(elem)}.{types}"
-    text = (f"{{\n\t.reg .pred p;\n\tsetp.ne.b32 p, {scale}, 0;\n\t"
+    text = ("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
             f"{instruction} {{{outs}}}, {a_text}, ${b_at}, p{bits};\n\t}}")
     acc, reg = _accumulator(floating)
-    scale_cons, scale_types = (["r"], [I32]) if dynamic_scale else ([], [])
-    constraints = ",".join([f"={reg}"] * count + a_cons + ["l"] + scale_cons + [str(i) for i in range(count)])
-    ftype = llir.FunctionType(llir.LiteralStructType([acc] * count), a_types + [I64] + scale_types + [acc] * count)
+    constraints = ",".join([f"={reg}"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
+    ftype = llir.FunctionType(llir.LiteralStructType([acc] * count), a_types + [I64] + [acc] * count)
     return llir.InlineAsm(ftype, text, constraints, side_effect=True)
 
 
