@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from codegen.test_mma_addresses import offset_function
+from kernels.descriptor_matmul import compile_descriptor_matmul
 from kernels.matmul import matmul_kernel
 
 import tilec
@@ -115,6 +116,30 @@ def test_two_warpgroups_split_the_rows_and_one_instruction_takes_256_columns():
     ptx = _matmul_ptx("sm_90a", block=(128, 256, 64), warps=8)
     assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16", ptx)) == 4
     assert "m64n64k16" not in ptx
+
+
+@pytest.mark.parametrize("kernel", ["pointers", "descriptors"])
+@pytest.mark.parametrize("block,warps", [((256, 128, 64), 8), ((128, 256, 64), 8), ((128, 128, 64), 4),
+                                         ((64, 128, 64), 4)], ids=["256x128w8", "128x256w8", "128x128w4", "64x128w4"])
+def test_no_move_on_the_path_that_skips_the_k_loop_serializes_its_wgmma(kernel, block, warps):
+    """The K loop's accumulator starts from one inline asm before the loop's
+    guard (``wgmma.lower_loop_accumulator``), so the path that skips the loop
+    sets no accumulator register before the final ``wgmma.wait_group 0``;
+    LLVM's own zero moves there made ``ptxas`` serialize every ``wgmma`` of
+    the loop (C7515) for some tile shapes."""
+    if kernel == "pointers":
+        ptx = _matmul_ptx("sm_90a", block=block, warps=warps)
+    else:
+        a = np.empty((4096, 4096), np.float16)
+        ptx = compile_descriptor_matmul(a, a, a, block, target="sm_90a", num_warps=warps, num_stages=3).asm["ptx"]
+    registers = block[0] * block[1] // (32 * warps)  # f32 accumulators a thread
+    before_loop = ptx.split("wgmma.fence.sync.aligned")[0]
+    assert len(re.findall(r"mov\.b32 %[rf]\d+, 0x00000000;", before_loop)) == registers
+    assert "0f00000000" not in ptx.split("wgmma.wait_group.sync.aligned 1;")[-1].split("wgmma.wait_group.sync.aligned 0;")[0]
+    if ptxas.find_ptxas() is None:
+        pytest.skip("no ptxas to assemble the PTX")
+    result = ptxas.assemble(ptx, "sm_90a")
+    assert "C7515" not in result.log and "C7514" not in result.log and result.spill_stores == 0, result.log
 
 
 def test_plain_sm_90_stays_on_mma_sync():

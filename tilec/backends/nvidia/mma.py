@@ -33,11 +33,12 @@ from tilec.ir.layouts_nvidia import DotOperand, Mma, mma_grid, swizzled_layout
 from tilec.ir.types import ScalarType, TileType, bf16, elem_type, f8e4nv, f8e5, f16, f32, i8, i32
 from tilec.rules import registry
 from tilec.codegen_llvm.dot import fma_dot, round_tf32
-from tilec.codegen_llvm.kernel import I32, I64, Ctx, byte_offset
+from tilec.codegen_llvm.kernel import I32, I64, LOWER, Ctx, byte_offset
 from tilec.codegen_llvm.scalar_base import llvm_type
 from tilec.codegen_llvm.shared_buffers import matrix_bytes, read_shared_tile, store_shared_tile, swizzled_offset
 from tilec.codegen_llvm.shuffle import convert_layout, moves_between_threads
-from tilec.backends.nvidia.wgmma import lower_dot_wait, lower_warpgroup_dot, warpgroup_dot_fits
+from tilec.backends.nvidia.wgmma import (lower_dot_wait, lower_loop_accumulator, lower_warpgroup_dot,
+                                        starts_loop_accumulator, warpgroup_dot_fits)
 
 RULES, lowers = registry("Register the decorated ``rule(ctx, op)`` as the NVIDIA backend's for the given op classes.")
 
@@ -87,6 +88,16 @@ def _dot(ctx: Ctx, op: ir.Dot) -> None:
 
 
 lowers(ir.DotWait)(lower_dot_wait)
+
+
+@lowers(ir.Constant)
+def _constant(ctx: Ctx, op: ir.Constant) -> None:
+    """A warpgroup K loop's starting accumulator from one inline asm
+    (``wgmma.lower_loop_accumulator``); any other constant the generic way."""
+    if starts_loop_accumulator(ctx, op):
+        lower_loop_accumulator(ctx, op)
+    else:
+        LOWER[ir.Constant](ctx, op)
 
 
 def lower_mma_dot(ctx: Ctx, op: ir.Dot) -> None:

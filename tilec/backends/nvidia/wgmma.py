@@ -44,6 +44,7 @@ targets with these instructions (``async_copy.py``).
 from __future__ import annotations
 
 import functools
+import struct
 from dataclasses import dataclass
 from typing import Optional
 
@@ -53,7 +54,7 @@ from tilec import ir
 from tilec.ir.layouts import Shared, exact_log2
 from tilec.ir.layouts_nvidia import TILE_M, TILE_N, Mma, mma_grid
 from tilec.ir.types import ScalarType, bf16, elem_type, f8e4nv, f8e5, f16, i8
-from tilec.codegen_llvm.kernel import I32, I64, Ctx
+from tilec.codegen_llvm.kernel import I32, I64, Ctx, registers_of
 
 # The instruction's rows; its k is 32 bytes of operand (16 halves, 32 int8s).
 GROUP_M, K_BYTES = 64, 32
@@ -329,3 +330,39 @@ def _wait_asm(count: int, pending: int, floating: bool) -> llir.InlineAsm:
     constraints = ",".join([f"={reg}"] * count + [str(i) for i in range(count)] + ["~{memory}"])
     ftype = llir.FunctionType(llir.LiteralStructType([acc] * count), [acc] * count)
     return llir.InlineAsm(ftype, f"wgmma.wait_group.sync.aligned {pending};", constraints, side_effect=True)
+
+
+def starts_loop_accumulator(ctx: Ctx, op: ir.Constant) -> bool:
+    """Whether ``op`` is a 32-bit tile in the warpgroup accumulator layout
+    that a ``for`` carries in (the K loop's ``tl.zeros``), on a target with
+    the warpgroup instructions."""
+    t = op.result.type
+    return ctx.target.group_matrix_instructions and isinstance(t, ir.TileType) and \
+        t.layout == Mma((ctx.num_warps, 1)) and t.elem.bits == 32 and \
+        any(isinstance(user, ir.For) for user, _ in ctx.users.get(op.result, []))
+
+
+def lower_loop_accumulator(ctx: Ctx, op: ir.Constant) -> None:
+    """The accumulator's starting registers from one inline asm (``mov.b32``
+    each), not LLVM constants.
+
+    LLVM gives the loop's result its starting value on the path that skips
+    the loop (zero iterations) with moves of its own, which it may put in a
+    block of their own just before the final ``wgmma.wait_group 0``; ``ptxas``
+    then sees non-wgmma instructions define accumulator registers within
+    the loop's wgmma pipeline stage and serializes every wgmma (C7515: a
+    wait after each).  The asm's results are values defined before the loop
+    and its guard, which the register coalescer merges with the loop's
+    accumulators: the path that skips the loop sets nothing, as in Triton's
+    PTX.  Measured on the H100: docs/internals.md, "Hopper's warpgroup
+    instructions"."""
+    t = op.result.type
+    count = registers_of(op.result)
+    floating = t.elem.is_float
+    bits = struct.unpack("<I", struct.pack("<f", float(op.value)))[0] if floating else int(op.value) & 0xFFFFFFFF
+    text = "\n\t".join(f"mov.b32 ${i}, 0x{bits:08X};" for i in range(count))
+    acc, reg = _accumulator(floating)
+    fn = llir.InlineAsm(llir.FunctionType(llir.LiteralStructType([acc] * count), []), text,
+                        ",".join([f"={reg}"] * count))
+    out = ctx.b.call(fn, [])
+    ctx.bind(op.results, [[ctx.b.extract_value(out, i) for i in range(count)]])
