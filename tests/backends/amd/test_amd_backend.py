@@ -43,6 +43,19 @@ def test_kernel_attributes_give_the_workgroup_size():
     assert kernel_attributes(4, 32)["amdgpu-flat-work-group-size"] == "1,128"
     with pytest.raises(ValueError, match="allow 1 to 16 waves"):
         kernel_attributes(32, 64)
+    assert "amdgpu-waves-per-eu" not in kernel_attributes(4, 64)
+    assert kernel_attributes(4, 64, 2)["amdgpu-waves-per-eu"] == "2"
+    assert kernel_attributes(4, 32, 16)["amdgpu-waves-per-eu"] == "16"
+    with pytest.raises(ValueError, match="waves_per_eu=9: a SIMD of 64-lane waves holds at most 8"):
+        kernel_attributes(4, 64, 9)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+def test_waves_per_eu_reaches_the_kernel(arch):
+    plain = add_kernel.compile(*vectors(), BLOCK_SIZE=1024, num_warps=4, target=arch)
+    asked = add_kernel.compile(*vectors(), BLOCK_SIZE=1024, num_warps=4, waves_per_eu=4, target=arch)
+    assert '"amdgpu-waves-per-eu"' not in plain.asm["llir"]
+    assert '"amdgpu-waves-per-eu"="4"' in asked.asm["llir"] and asked.metadata.waves_per_eu == 4
 
 
 @pytest.mark.parametrize("arch", ARCHS_CHECKED)

@@ -79,9 +79,11 @@ class AmdMath(PortableMath):
 
 @dataclass(frozen=True)
 class AmdLowering(TargetLowering):
-    """The AMD backend's hooks (module docstring) for waves of ``wave_size`` lanes."""
+    """The AMD backend's hooks (module docstring) for waves of ``wave_size``
+    lanes, ``waves_per_eu`` of them a SIMD when asked (0: no request)."""
 
     wave_size: int = 64
+    waves_per_eu: int = 0
 
     name = "AMD"
     rules = matrix.RULES
@@ -130,4 +132,4 @@ class AmdLowering(TargetLowering):
         ctx.b.unreachable()
 
     def kernel_attributes(self, num_warps: int) -> dict[str, str]:
-        return kernel_attributes(num_warps, self.wave_size)
+        return kernel_attributes(num_warps, self.wave_size, self.waves_per_eu)
