@@ -1,6 +1,7 @@
 """What the AMD backend's hooks put into LLVM IR and assembly: workgroup ids
 and barriers, cross-lane reductions through ``ds_bpermute`` over waves of 64
-(CDNA) or 32 (RDNA) lanes, LDS in address space 3 sized in the code object,
+(CDNA) or 32 (RDNA) lanes, scans inside each lane with the wave across the
+other axis, LDS in address space 3 sized in the code object,
 atomics with AMDGPU's syncscopes.  Golden facts, checked without a GPU."""
 from __future__ import annotations
 
@@ -39,6 +40,26 @@ def test_a_sum_shuffles_across_the_wave_then_the_waves_through_lds(arch, wave):
     assert "ds_bpermute_b32" in asm and "s_barrier" in asm
     # the 4 waves' partial sums meet in LDS: a static array the code object reports
     assert "addrspace(3) global [16 x i8]" in llir and meta[".group_segment_fixed_size"] == 16
+    assert meta[".wavefront_size"] == wave
+
+
+@tilec.jit
+def _cumsum(x_ptr, out_ptr, ROWS: tl.constexpr, COLS: tl.constexpr, AXIS: tl.constexpr):
+    offs = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
+    tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), axis=AXIS))
+
+
+@pytest.mark.parametrize("arch, wave", [("gfx942", 64), ("gfx1100", 32)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_scan_runs_in_each_lane_with_the_waves_lanes_across_the_other_axis(arch, wave, axis):
+    x = np.zeros(128 * 64, np.float32)
+    compiled, _, meta = compile_amd(_cumsum, x, x, ROWS=128, COLS=64, AXIS=axis, num_warps=4, target=arch)
+    scan = next(line for line in compiled.asm["tir-gpu"].splitlines() if " = scan " in line)
+    spt, tpw = (tuple(int(n) for n in g.split(", "))
+                for g in re.search(r"blocked<\[([\d, ]+)\], \[([\d, ]+)\]", scan).groups())
+    # the scanned axis whole in each lane's registers, the wave's lanes along the other one
+    assert spt[axis] == (128, 64)[axis] and tpw[axis] == 1 and tpw[1 - axis] == wave
+    assert "ds.bpermute" not in compiled.asm["llir"] and scratch_instructions(compiled.asm["asm"]) == []
     assert meta[".wavefront_size"] == wave
 
 
