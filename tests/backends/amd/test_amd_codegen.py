@@ -110,6 +110,41 @@ def test_exp2_is_tritons_bare_v_exp_f32_and_exp_keeps_subnormals(arch):
 
 
 @tilec.jit
+def _exact_math(x_ptr, n_ptr, out_ptr, FN: tl.constexpr):
+    offs = tl.arange(0, 64)
+    x, n = tl.load(x_ptr + offs), tl.load(n_ptr + offs)
+    if FN == "copysign":
+        y = tl.extra.libdevice.copysign(x, x - 1)
+    elif FN == "ldexp" or FN == "scalbn":
+        y = getattr(tl.extra.libdevice, FN)(x, n)
+    else:
+        y = getattr(tl.extra.libdevice, FN)(x)
+    tl.store(out_ptr + offs, y)
+
+
+# C's exact functions the AMDGPU target selects: (function, LLVM intrinsic, an instruction of it)
+EXACT = [("rint", "llvm.rint", "v_rndne"), ("nearbyint", "llvm.nearbyint", "v_rndne"),
+         ("trunc", "llvm.trunc", "v_trunc"), ("round", "llvm.round", "v_trunc"),
+         ("copysign", "llvm.copysign", "v_bfi_b32"), ("ldexp", "llvm.ldexp", "v_ldexp"),
+         ("scalbn", "llvm.ldexp", "v_ldexp")]
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"])
+def test_exact_c_functions_are_the_targets_own_instructions(arch):
+    # no library call (none links on an AMD GPU): LLVM's intrinsics, exact as C's, selected on every arch
+    for dtype, llvm_type in ((np.float32, "f32"), (np.float64, "f64")):
+        x = np.zeros(64, dtype)
+        for fn, intrinsic, instruction in EXACT:
+            compiled, code, _ = compile_amd(_exact_math, x, np.zeros(64, np.int32), x, FN=fn, num_warps=1,
+                                            target=arch)
+            called = set(re.findall(r"call \S+ @(llvm\.(?!amdgcn)[\w.]+)\(", compiled.asm["llir"]))
+            assert called == {f"{intrinsic}.{llvm_type}" + (".i32" if intrinsic == "llvm.ldexp" else "")}, called
+            assert code.undefined == ()
+            # a uniform f32 may round on the scalar unit (gfx1201: s_rndne_f32)
+            assert re.search(rf"^\s+[vs]{instruction[1:]}", compiled.asm["asm"], re.M), (fn, llvm_type)
+
+
+@tilec.jit
 def _atomics(ptr, out_ptr):
     old = tl.atomic_add(ptr, 1.0, sem="relaxed", scope="gpu")
     tl.atomic_max(ptr + 1, 3, sem="acq_rel", scope="cta")
