@@ -133,6 +133,44 @@ def test_device_print_is_a_compilation_error_at_its_line():
         _prints.compile(np.zeros(4, np.float32), target="gfx942")
 
 
+@tilec.jit
+def _asserts(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 64))
+    tl.device_assert(x > 0, "x must be positive")
+    tl.store(x_ptr + tl.arange(0, 64), x + 1)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+def test_a_failed_device_assert_traps(arch):
+    compiled, code, _ = compile_amd(_asserts, np.zeros(64, np.float32), target=arch)
+    assert "call void @llvm.trap()" in compiled.asm["llir"] and "s_trap" in compiled.asm["asm"]
+    assert code.undefined == ()  # no __assert_fail: the message stays on the host side
+
+
+@tilec.jit
+def _inline_asm(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 64))
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(x_ptr + tl.arange(0, 64), y)
+
+
+@tilec.jit
+def _special(out_ptr, WHICH: tl.constexpr):
+    if WHICH == "smid":
+        tl.store(out_ptr, tl.extra.cuda.smid())
+    else:
+        tl.store(out_ptr, tl.extra.cuda.globaltimer())
+
+
+def test_inline_assembly_and_nvidias_special_registers_are_compilation_errors_at_their_line():
+    with pytest.raises(tilec.CompilationError, match=r"test_amd_backend.py:\d+: .*cannot run inline assembly"):
+        _inline_asm.compile(np.zeros(64, np.int32), target="gfx942")
+    for which, register in (("smid", "processor_id"), ("globaltimer", "global_timer")):
+        with pytest.raises(tilec.CompilationError, match=rf"test_amd_backend.py:\d+: the AMD backend cannot compile "
+                                                         rf"`{register}` yet"):
+            _special.compile(np.zeros(1, np.int64), WHICH=which, target="gfx1100")
+
+
 def test_msgpack_reads_every_kind_of_value():
     data = bytes([0x84, 0xA1, 0x61, 0x93, 0x01, 0xFF, 0xCC, 0xC8, 0xA1, 0x62, 0xC3,
                   0xD9, 0x01, 0x63, 0xCB]) + np.float64(0.5).byteswap().tobytes() + bytes(
