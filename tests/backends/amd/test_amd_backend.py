@@ -65,6 +65,9 @@ def test_vector_add_links_into_a_code_object_for_the_arch(arch):
     assert (code.machine, code.os_abi, code.abi_version) == (EM_AMDGPU, ELFOSABI_AMDGPU_HSA,
                                                               ELFABIVERSION_AMDGPU_HSA_V5)
     assert code.mach == MACH[arch] and code.undefined == ()
+    # xnack and sramecc "any" on CDNA (EF_AMDGPU_FEATURE_*_ANY_V4): it loads whatever the GPU's
+    # setting (gcnArchName gfx942:sramecc+:xnack-, xnack+...); RDNA has neither feature
+    assert code.flags & 0xF00 == (0x100 | 0x400 if arch in ("gfx90a", "gfx942", "gfx950") else 0)
     assert meta[".name"] == "add_kernel" and meta[".symbol"] == "add_kernel.kd"
     wave = 32 if arch.startswith("gfx1") else 64
     assert meta[".wavefront_size"] == wave and meta[".max_flat_workgroup_size"] == 4 * wave
