@@ -142,12 +142,24 @@ def pow2_text(n: int) -> str:
 
 # --- the device -----------------------------------------------------------------
 def require_cuda():
-    """torch, once a CUDA device is known to be there; else exit with why."""
+    """torch, once a GPU is known to be there: an NVIDIA one, or an AMD one
+    under a ROCm build of torch (which calls it ``"cuda"`` too); else exit with why."""
     import torch
 
     if not torch.cuda.is_available():
-        raise SystemExit("this benchmark needs a CUDA GPU visible to torch; none is")
+        raise SystemExit("this benchmark needs a GPU visible to torch (CUDA, or ROCm's under a ROCm torch); none is")
     return torch
+
+
+def device_arch() -> str:
+    """The arch tilec compiles for on torch's current GPU: ``sm_<major><minor>``
+    on NVIDIA, the ``gfx`` name on AMD (``torch.version.hip`` says which)."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    if torch.version.hip:
+        return props.gcnArchName.split(":")[0]
+    return f"sm_{props.major}{props.minor}"
 
 
 def languages() -> list[str]:
@@ -163,8 +175,8 @@ def device_info() -> dict:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     return {
         "gpu": props.name, "sm_count": props.multi_processor_count,
-        "capability": f"sm_{props.major}{props.minor}", "memory_gib": round(props.total_memory / 2**30, 1),
-        "torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton_version(),
+        "capability": device_arch(), "memory_gib": round(props.total_memory / 2**30, 1),
+        "torch": torch.__version__, "cuda": torch.version.cuda, "hip": torch.version.hip, "triton": triton_version(),
         "tilec": tilec.__version__, "tilec_commit": git_commit(), "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -84,9 +84,8 @@ def child(compiler: str, name: str) -> dict:
     kernel = load_kernel(compiler, case)
     t2 = time.perf_counter()
     if compiler == "tilec":
-        major, minor = torch.cuda.get_device_capability()
-        compiled = kernel.compile(*args, target=f"sm_{major}{minor}", **case["constexprs"], **case["options"])
-        binary = "cubin" if "cubin" in compiled.asm else "ptx"
+        compiled = kernel.compile(*args, target=common.device_arch(), **case["constexprs"], **case["options"])
+        binary = next(b for b in ("cubin", "hsaco", "ptx", "obj") if b in compiled.asm)
     else:
         kernel.warmup(*args, grid=(1,), **case["constexprs"], **case["options"])
         binary = "cubin"

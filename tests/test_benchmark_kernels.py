@@ -126,3 +126,19 @@ def test_table_columns_line_up():
 
     lines = format_table(["n", "GB/s"], [["2^12", "7"], ["2^28", "2987"]]).splitlines()
     assert lines == ["   n  GB/s", "----  ----", "2^12     7", "2^28  2987"]
+
+
+@pytest.mark.parametrize("hip, props, arch", [
+    (None, {"major": 9, "minor": 0}, "sm_90"),
+    ("6.4.43482", {"major": 9, "minor": 4, "gcnArchName": "gfx942:sramecc+:xnack-"}, "gfx942"),
+    ("7.0.1", {"major": 12, "minor": 0, "gcnArchName": "gfx1201"}, "gfx1201")])
+def test_the_scripts_take_an_nvidia_or_an_amd_gpu(monkeypatch, hip, props, arch):
+    """A ROCm torch calls its AMD GPU ``"cuda"``; the scripts compile for and report its ``gfx`` arch."""
+    import sys
+    from types import SimpleNamespace
+
+    from benchmarks.common import device_arch
+
+    cuda = SimpleNamespace(current_device=lambda: 0, get_device_properties=lambda d: SimpleNamespace(**props))
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda, version=SimpleNamespace(hip=hip)))
+    assert device_arch() == arch

@@ -9,7 +9,8 @@ The reference's decoding is checked against ml_dtypes' tables; the kernel's
 decoding exactly, through an identity ``rhs``; then every format pair on
 drawn codes, halves and scales (NaN/inf codes, 0x00/0xFF and extreme
 exponents included), packing along M/N, batches, ``acc``, ``fast_math``; the
-argument errors; and the compile for sm_80 and sm_90 (ptxas included).
+argument errors; and the compile for sm_80 and sm_90 (ptxas included) and for every
+AMD arch (linked; the decoded dot on the bf16 MFMA/WMMA).
 That the answers are Triton's on the H100 is ``tests/gpu/test_dot_scaled_gpu.py``'s job.
 """
 from __future__ import annotations
@@ -476,3 +477,27 @@ def test_compiles_and_assembles_for_nvidia(target, a_fmt, b_fmt, batch, a_kpack)
                                          GROUP=32, FAST=False, target=target)
     assert compiled.asm["ptx"]
     assert ("cubin" in compiled.asm) == (ptxas.find_ptxas() is not None)
+
+
+# --------------------------------------------------------------------------- #
+# AMD: decoded as Triton emulates, then a bf16 dot on the arch's MFMA/WMMA
+# (gfx950's scaled MFMA, v_mfma_scale_f32_*_f8f6f4, is not used yet)
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("target, instruction", [("gfx90a", "v_mfma_f32_16x16x16bf16_1k"),
+                                                 ("gfx942", "v_mfma_f32_16x16x16_bf16"),
+                                                 ("gfx950", "v_mfma_f32_16x16x32_bf16"),
+                                                 ("gfx1100", "v_wmma_f32_16x16x16_bf16"),
+                                                 ("gfx1201", "v_wmma_f32_16x16x16_bf16")])
+@pytest.mark.parametrize("a_fmt, b_fmt", [("e2m1", "bf16"), ("e4m3", "e5m2")])
+def test_compiles_and_links_for_amd_on_the_bf16_matrix_instruction(target, instruction, a_fmt, b_fmt):
+    from tilec.backends.amd.lld import find_lld
+
+    rs = np.random.RandomState(0)
+    a, b = operand(rs, a_fmt, 64, 128, "lhs", True, 0.0), operand(rs, b_fmt, 32, 128, "rhs", True, 0.0)
+    compiled = dot_scaled_kernel.compile(a, np.zeros((64, 4), np.uint8), b, np.zeros((32, 4), np.uint8), None,
+                                         np.zeros((64, 32), np.float32), BATCH=1, M=64, N=32, K=128, A_FMT=a_fmt,
+                                         B_FMT=b_fmt, A_KPACK=True, B_KPACK=True, GROUP=32, FAST=False, target=target)
+    assert instruction in compiled.asm["asm"] and "_scale_" not in compiled.asm["asm"]
+    assert ("hsaco" in compiled.asm) == (find_lld() is not None)

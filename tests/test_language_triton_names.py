@@ -132,6 +132,26 @@ def test_an_nvidia_compile_answers_for_its_arch(arch, facts):
     assert -1 not in constants(compiled)
 
 
+@tilec.jit
+def hip_facts_kernel(out_ptr):
+    # one decimal digit a fact, so each store is one constant of its own
+    tl.store(out_ptr, 1000 * tl.target_info.is_hip() + 100 * tl.target_info.is_hip_cdna3()
+             + 10 * tl.target_info.is_hip_cdna4() + tl.target_info.is_cuda())
+    if tl.target_info.current_target().backend == "hip":  # folded: one branch is compiled
+        tl.store(out_ptr + 1, 1000 * tl.extra.cuda.num_threads() + tl.target_info.current_target().warp_size)
+    else:
+        tl.store(out_ptr + 1, -1)
+
+
+@pytest.mark.parametrize("arch, facts, wave", [("gfx90a", 1000, 64), ("gfx942", 1100, 64), ("gfx950", 1010, 64),
+                                               ("gfx1100", 1000, 32), ("gfx1201", 1000, 32)])
+def test_an_amd_compile_answers_for_its_arch(arch, facts, wave):
+    out = np.zeros(2, np.int32)
+    compiled = hip_facts_kernel.compile(out, target=arch, num_warps=2)
+    assert "obj" in compiled.asm
+    assert {facts, 1000 * 2 * wave + wave} <= set(constants(compiled)) and -1 not in constants(compiled)
+
+
 def test_target_info_outside_a_kernel_says_it_is_a_kernel_builtin():
     with pytest.raises(RuntimeError, match="inside a @tilec.jit kernel"):
         tl.target_info.is_cuda()

@@ -56,3 +56,19 @@ def test_the_suite_passes_compiled_for_the_host_cpu():
     tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-60:])
     assert proc.returncode == 0, tail
     print(tail.splitlines()[-1])
+
+
+def test_the_gpu_mirror_skips_what_the_amd_backend_refuses_and_fails_on_nvidia(monkeypatch):
+    """``device_mirror.skip_if_amd_refuses`` (the mirror under ``pytest -m amd``), torch stood in for."""
+    from types import SimpleNamespace
+
+    import device_mirror
+    from tilec.errors import CompilationError
+
+    error = CompilationError("k.py", 3, 4, "the AMD backend cannot compile `device_print` yet")
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(version=SimpleNamespace(hip="6.4")))
+    with pytest.raises(pytest.skip.Exception, match="the AMD backend refuses this kernel: k.py:3: the AMD backend "
+                                                    "cannot compile `device_print` yet"):
+        device_mirror.skip_if_amd_refuses(error)
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(version=SimpleNamespace(hip=None)))
+    assert device_mirror.skip_if_amd_refuses(error) is None  # NVIDIA: the mirror re-raises it

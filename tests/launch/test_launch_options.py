@@ -1,6 +1,6 @@
 """Triton's launch options on tilec: ``num_ctas``, ``maxnreg``,
 ``enable_fp_fusion``, ``launch_cooperative_grid``, ``launch_pdl``,
-``matrix_instr_nonkdim`` (AMD's; ``tests/backends/amd`` checks what it does) (with
+``matrix_instr_nonkdim`` and ``waves_per_eu`` (AMD's; ``tests/backends/amd`` checks what they do) (with
 ``num_warps`` and ``num_stages``, which ``test_jit.py`` covers), as launch
 keywords, ``compile`` keywords and ``tilec.Config`` fields; and kernel
 parameters named like an option, which get the launch's value.
@@ -176,6 +176,15 @@ def test_matrix_instr_nonkdim_is_0_16_or_32_and_other_targets_ignore_it():
             mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, matrix_instr_nonkdim=bad)
 
 
+def test_waves_per_eu_is_a_non_negative_int_and_other_targets_ignore_it():
+    a, b, c, out = operands(20, np.float32)
+    mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, waves_per_eu=2)
+    assert_a_times_b_plus_c(out, a, b, c)
+    for bad in (-1, True, "2", 1.5):
+        with pytest.raises(ValueError, match="waves_per_eu must be 0 .* or a positive int"):
+            mul_add_kernel[(2,)](a, b, c, out, 20, BLOCK=16, waves_per_eu=bad)
+
+
 # --- the variant key ----------------------------------------------------------------------------
 def test_options_that_change_code_are_part_of_the_variant_key():
     kernel = fresh(mul_add_kernel)
@@ -196,8 +205,8 @@ def test_options_are_part_of_the_disk_cache_key():
     plan = mul_add_kernel.plan(operands(20, np.float32) + [20], {"BLOCK": 16})
     keys = {cache.kernel_key(mul_add_kernel.fn, plan.args, options, "sm_80")
             for options in (Options(), Options(enable_fp_fusion=False), Options(maxnreg=32),
-                            Options(matrix_instr_nonkdim=16))}
-    assert len(keys) == 4
+                            Options(matrix_instr_nonkdim=16), Options(waves_per_eu=2))}
+    assert len(keys) == 5
 
 
 # --- tilec.Config ---------------------------------------------------------------------------------

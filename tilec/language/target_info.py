@@ -17,8 +17,10 @@ from tilec.language.core import builtin
 @builtin
 def current_target():
     """The target compiled for, as Triton's ``GPUTarget``: ``.backend``
-    (``"cuda"``, ``"host"`` for the interpreter, ``"cpu"``), ``.arch`` (the
-    compute capability as an int on CUDA: 90 for capability 9.0) and ``.warp_size``."""
+    (``"cuda"``, ``"hip"`` for AMD GPUs, ``"host"`` for the interpreter,
+    ``"cpu"``), ``.arch`` (the compute capability as an int on CUDA: 90 for
+    capability 9.0; the ``gfx`` name on AMD) and ``.warp_size`` (64 on CDNA,
+    32 on RDNA)."""
 
 
 @builtin
@@ -34,14 +36,14 @@ def cuda_capability_geq(major, minor=0):
 
 @builtin
 def is_hip():
-    """True when compiling for an AMD GPU (never yet: tilec has no AMD backend)."""
+    """True when compiling for an AMD GPU (``gfx90a`` ... ``gfx1201``)."""
 
 
 @builtin
 def is_hip_cdna3():
-    """True when compiling for AMD's gfx942 (never yet)."""
+    """True when compiling for AMD's CDNA3, gfx942 (MI300)."""
 
 
 @builtin
 def is_hip_cdna4():
-    """True when compiling for AMD's gfx950 (never yet)."""
+    """True when compiling for AMD's CDNA4, gfx950 (MI350)."""

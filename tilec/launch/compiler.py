@@ -45,7 +45,11 @@ class Options:
       The interpreter checks them always; GPU code is the same either way;
     * ``matrix_instr_nonkdim``: Triton's AMD option, the rows and columns of
       the matrix instruction a dot runs on (16 or 32; 0: the compiler picks,
-      32 where each wave gets whole 32x32 tiles); other targets ignore it.
+      32 where each wave gets whole 32x32 tiles); other targets ignore it;
+    * ``waves_per_eu``: Triton's AMD option, the waves of this kernel each
+      SIMD should hold at once (LLVM's ``amdgpu-waves-per-eu``: it budgets
+      registers for that many; 0, the default: no request); other targets
+      ignore it.
     """
 
     num_warps: int = 4
@@ -55,6 +59,7 @@ class Options:
     enable_fp_fusion: bool = True
     debug: bool = False
     matrix_instr_nonkdim: int = 0
+    waves_per_eu: int = 0
 
     def __post_init__(self):
         for name in ("num_warps", "num_stages", "num_ctas"):
@@ -69,6 +74,8 @@ class Options:
         if self.matrix_instr_nonkdim not in (0, 16, 32) or isinstance(self.matrix_instr_nonkdim, bool):
             raise LaunchOptionError(f"matrix_instr_nonkdim must be 0 (the compiler picks), 16 or 32, "
                                     f"got {self.matrix_instr_nonkdim!r}")
+        if isinstance(self.waves_per_eu, bool) or not isinstance(self.waves_per_eu, int) or self.waves_per_eu < 0:
+            raise LaunchOptionError(f"waves_per_eu must be 0 (no request) or a positive int, got {self.waves_per_eu!r}")
         for name in ("enable_fp_fusion", "debug"):
             if not isinstance(getattr(self, name), bool):
                 raise LaunchOptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -109,6 +116,7 @@ class KernelMetadata:
     enable_fp_fusion: bool = True
     debug: bool = False
     matrix_instr_nonkdim: int = 0
+    waves_per_eu: int = 0
     shared: int = 0
     registers: Optional[int] = None
     spill_stores: Optional[int] = None

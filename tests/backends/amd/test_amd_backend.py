@@ -43,6 +43,19 @@ def test_kernel_attributes_give_the_workgroup_size():
     assert kernel_attributes(4, 32)["amdgpu-flat-work-group-size"] == "1,128"
     with pytest.raises(ValueError, match="allow 1 to 16 waves"):
         kernel_attributes(32, 64)
+    assert "amdgpu-waves-per-eu" not in kernel_attributes(4, 64)
+    assert kernel_attributes(4, 64, 2)["amdgpu-waves-per-eu"] == "2"
+    assert kernel_attributes(4, 32, 16)["amdgpu-waves-per-eu"] == "16"
+    with pytest.raises(ValueError, match="waves_per_eu=9: a SIMD of 64-lane waves holds at most 8"):
+        kernel_attributes(4, 64, 9)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+def test_waves_per_eu_reaches_the_kernel(arch):
+    plain = add_kernel.compile(*vectors(), BLOCK_SIZE=1024, num_warps=4, target=arch)
+    asked = add_kernel.compile(*vectors(), BLOCK_SIZE=1024, num_warps=4, waves_per_eu=4, target=arch)
+    assert '"amdgpu-waves-per-eu"' not in plain.asm["llir"]
+    assert '"amdgpu-waves-per-eu"="4"' in asked.asm["llir"] and asked.metadata.waves_per_eu == 4
 
 
 @pytest.mark.parametrize("arch", ARCHS_CHECKED)
@@ -52,6 +65,9 @@ def test_vector_add_links_into_a_code_object_for_the_arch(arch):
     assert (code.machine, code.os_abi, code.abi_version) == (EM_AMDGPU, ELFOSABI_AMDGPU_HSA,
                                                               ELFABIVERSION_AMDGPU_HSA_V5)
     assert code.mach == MACH[arch] and code.undefined == ()
+    # xnack and sramecc "any" on CDNA (EF_AMDGPU_FEATURE_*_ANY_V4): it loads whatever the GPU's
+    # setting (gcnArchName gfx942:sramecc+:xnack-, xnack+...); RDNA has neither feature
+    assert code.flags & 0xF00 == (0x100 | 0x400 if arch in ("gfx90a", "gfx942", "gfx950") else 0)
     assert meta[".name"] == "add_kernel" and meta[".symbol"] == "add_kernel.kd"
     wave = 32 if arch.startswith("gfx1") else 64
     assert meta[".wavefront_size"] == wave and meta[".max_flat_workgroup_size"] == 4 * wave
@@ -118,6 +134,44 @@ def _prints(x_ptr):
 def test_device_print_is_a_compilation_error_at_its_line():
     with pytest.raises(tilec.CompilationError, match=r"test_amd_backend.py:\d+.*cannot compile `device_print` yet"):
         _prints.compile(np.zeros(4, np.float32), target="gfx942")
+
+
+@tilec.jit
+def _asserts(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 64))
+    tl.device_assert(x > 0, "x must be positive")
+    tl.store(x_ptr + tl.arange(0, 64), x + 1)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+def test_a_failed_device_assert_traps(arch):
+    compiled, code, _ = compile_amd(_asserts, np.zeros(64, np.float32), target=arch)
+    assert "call void @llvm.trap()" in compiled.asm["llir"] and "s_trap" in compiled.asm["asm"]
+    assert code.undefined == ()  # no __assert_fail: the message stays on the host side
+
+
+@tilec.jit
+def _inline_asm(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 64))
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(x_ptr + tl.arange(0, 64), y)
+
+
+@tilec.jit
+def _special(out_ptr, WHICH: tl.constexpr):
+    if WHICH == "smid":
+        tl.store(out_ptr, tl.extra.cuda.smid())
+    else:
+        tl.store(out_ptr, tl.extra.cuda.globaltimer())
+
+
+def test_inline_assembly_and_nvidias_special_registers_are_compilation_errors_at_their_line():
+    with pytest.raises(tilec.CompilationError, match=r"test_amd_backend.py:\d+: .*cannot run inline assembly"):
+        _inline_asm.compile(np.zeros(64, np.int32), target="gfx942")
+    for which, register in (("smid", "processor_id"), ("globaltimer", "global_timer")):
+        with pytest.raises(tilec.CompilationError, match=rf"test_amd_backend.py:\d+: the AMD backend cannot compile "
+                                                         rf"`{register}` yet"):
+            _special.compile(np.zeros(1, np.int64), WHICH=which, target="gfx1100")
 
 
 def test_msgpack_reads_every_kind_of_value():

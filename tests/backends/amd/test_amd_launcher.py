@@ -1,7 +1,9 @@
 """The AMD launcher (``tilec/backends/amd/hip.py``, ``kernargs.py``): what can
 be checked without an AMD GPU -- the kernel-argument buffer at the offsets
 and sizes the code object's metadata gives, a clear error without hip-python
-or its runtime -- and, marked ``amd``, launches on a GPU (skipped without one)."""
+or its runtime, no device, a device of another arch (hip-python stood in
+for), ``python -m tilec info``'s line for each AMD GPU -- and, marked
+``amd``, launches on a GPU (skipped without one)."""
 from __future__ import annotations
 
 import struct
@@ -72,3 +74,80 @@ def test_vector_add_on_an_amd_gpu():
     out = torch.empty_like(x)
     add_kernel[(tilec.cdiv(98432, 1024),)](x, y, out, 98432, BLOCK_SIZE=1024)
     torch.testing.assert_close(out, x + y)
+
+
+# --- hip-python stood in for: what each machine without a usable GPU is told -------------------------
+class _FakeHip:
+    """hip-python's ``hip.hip`` as far as ``hip.py`` calls it, over ``devices``
+    ((name, gcnArchName) each), or failing to load the runtime when ``dlopen_error``."""
+
+    def __init__(self, devices=(), dlopen_error=None):
+        self.devices, self.dlopen_error = list(devices), dlopen_error
+
+    def hipInit(self, flags):
+        if self.dlopen_error:
+            raise RuntimeError(self.dlopen_error)
+        return (0,)
+
+    def hipGetDeviceCount(self):
+        return (0, len(self.devices))
+
+    def hipDeviceProp_t(self):
+        return type("hipDeviceProp_t", (), {})()
+
+    def hipGetDeviceProperties(self, props, device):
+        props.name, props.gcnArchName = (s.encode() for s in self.devices[device])
+        return (0,)
+
+
+@pytest.fixture
+def fake_hip(monkeypatch):
+    """Install a ``_FakeHip`` as hip-python (``fake_hip(...)``); the launcher's caches cleared around it."""
+    import sys
+    import types
+
+    caches = (hip.runtime, hip.available, hip._properties, hip.device_arch)
+
+    def install(**kwargs):
+        for cache in caches:
+            cache.cache_clear()
+        monkeypatch.setitem(sys.modules, "hip", types.SimpleNamespace(hip=_FakeHip(**kwargs)))
+
+    yield install
+    for cache in caches:
+        cache.cache_clear()
+
+
+def test_without_libamdhip64_the_error_says_there_is_no_hip_runtime(fake_hip):
+    fake_hip(dlopen_error="failed to dlopen 'libamdhip64.so': cannot open shared object file")
+    with pytest.raises(hip.HipUnavailable, match=r"no HIP runtime: failed to dlopen 'libamdhip64\.so'.*"
+                                                 r"pip install 'tilec\[amd\]'\) and ROCm's HIP runtime"):
+        hip.check_available()
+    assert not hip.available()
+    (label, why), = hip.device_report()
+    assert label == "AMD GPUs" and why.startswith("no HIP runtime: failed to dlopen")
+
+
+def test_a_runtime_without_a_device_says_so(fake_hip):
+    fake_hip()
+    with pytest.raises(hip.HipUnavailable, match="the HIP runtime finds no AMD GPU"):
+        hip.check_available()
+    assert hip.device_report() == [("AMD GPUs", "none")]
+    assert hip.default_target([], None) == "gfx942"  # compiles for the default arch, launches nowhere
+
+
+def test_info_lists_each_amd_gpu_and_its_arch(fake_hip):
+    from tilec.cli import info_lines
+
+    fake_hip(devices=[("AMD Instinct MI300X", "gfx942:sramecc+:xnack-"), ("Radeon RX 9070 XT", "gfx1201")])
+    lines = dict(info_lines())
+    assert lines["AMD GPU 0"] == "AMD Instinct MI300X (gfx942:sramecc+:xnack-)"
+    assert lines["AMD GPU 1"] == "Radeon RX 9070 XT (gfx1201)"
+    assert hip.device_arch(0) == "gfx942" and hip.target([], 1) == "gfx1201"
+
+
+def test_a_gpu_of_another_arch_is_named_with_the_archs_tilec_has(fake_hip):
+    fake_hip(devices=[("AMD Instinct MI100", "gfx908:sramecc+:xnack-")])
+    with pytest.raises(TilecError, match="AMD device 0 is gfx908; tilec compiles for gfx90a, gfx942, gfx950, "
+                                         "gfx1100, gfx1201"):
+        hip.device_arch(0)

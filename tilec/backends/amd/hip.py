@@ -53,11 +53,11 @@ def runtime() -> Any:
     """hip-python's ``hip`` module with the runtime initialized; HipUnavailable saying why not."""
     try:
         from hip import hip
+
+        _check(hip, hip.hipInit(0), "hipInit")
     except ImportError:
         raise HipUnavailable(f"hip-python is not installed: {INSTALL_HIP}") from None
-    try:
-        _check(hip, hip.hipInit(0), "hipInit")
-    except RuntimeError as e:  # hip-python loads libamdhip64.so on the first call
+    except (RuntimeError, OSError) as e:  # hip-python's dlopen of libamdhip64.so failed (at the first call)
         raise HipUnavailable(f"no HIP runtime: {e}; {INSTALL_HIP}") from None
     return hip
 

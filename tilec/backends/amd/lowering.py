@@ -20,7 +20,12 @@ and ``log2`` LLVM's intrinsics, which the AMDGPU target lowers to
 ``llvm.amdgcn.exp2.f32``, the bare ``v_exp_f32``, which reads subnormal
 inputs as 0 and returns 0 for results under 2^-126 (Triton's AMD ``exp2``
 with its default ``__HIP_FTZ``; f16 and bf16 through f32, as on NVIDIA).
-A function the library lacks is a
+C's exact functions the portable library leaves to a C library and the
+AMDGPU target selects itself (``rint``, ``nearbyint``, ``trunc``,
+``round``, ``copysign``, ``ldexp``, ``scalbn``: ``v_rndne``, ``v_trunc``,
+``v_bfi``, ``v_ldexp``...) are LLVM's intrinsics (``SELECTED_FUNCTIONS``):
+exact, so the same bits as the host's C library and NVIDIA's libdevice.
+Any other function the library lacks is a
 CompilationError at the op's line (and the link stage refuses a code object
 calling an external symbol, ``stages.check_code_object``, should one get
 past).
@@ -43,7 +48,7 @@ from tilec.errors import TilecError
 from tilec.codegen_llvm import TargetLowering
 from tilec.codegen_llvm.kernel import I32, Ctx
 from tilec.codegen_llvm.portable_math import PortableMath
-from tilec.codegen_llvm.scalar_base import MathFn, call, overloaded
+from tilec.codegen_llvm.scalar_base import MathFn, call, declare, overloaded
 from tilec.codegen_llvm.scalar_math import MATH, library
 from tilec import ir
 from tilec.backends.amd import matrix
@@ -53,6 +58,11 @@ LDS_SPACE = 3  # AMDGPU's address space of the workgroup's LDS
 CONSTANT_SPACE = 4  # where the kernel arguments live
 _SYNCSCOPE = {"gpu": "agent", "cta": "workgroup", "sys": None}
 _AXES = "xyz"
+# C's exact functions (by C's name) as the LLVM intrinsics the AMDGPU target
+# selects on every arch, f32 and f64 (checked for all five archs)
+SELECTED_FUNCTIONS = {"rint": "llvm.rint", "nearbyint": "llvm.nearbyint", "trunc": "llvm.trunc",
+                      "round": "llvm.round", "copysign": "llvm.copysign", "ldexp": "llvm.ldexp",
+                      "scalbn": "llvm.ldexp"}
 
 
 def _selected(name: str):
@@ -67,8 +77,13 @@ class AmdMath(PortableMath):
                ir.Log: MathFn(_selected("log"), library("log")), ir.Log2: MathFn(_selected("log2"), library("log2"))}
 
     def callee(self, ctx, name: str, t: llir.Type, signature: llir.FunctionType) -> llir.Function:
-        """The portable library's ``name``; a TilecError (at the op's line: a
-        CompilationError) for one it leaves to a C library, which no AMD GPU has."""
+        """The portable library's ``name``, or its intrinsic of ``SELECTED_FUNCTIONS``;
+        a TilecError (at the op's line: a CompilationError) for one it leaves
+        to a C library, which no AMD GPU has."""
+        intrinsic = SELECTED_FUNCTIONS.get(name)
+        if intrinsic is not None:  # overloaded on the float type and ldexp's exponent type
+            types = [t, *(a for a in signature.args if a != t)]
+            return declare(ctx, overloaded(intrinsic, *types), signature.return_type, list(signature.args))
         fn = super().callee(ctx, name, t, signature)
         if fn.is_declaration:
             raise TilecError(f"the AMD backend cannot compute `{fn.name}` (C's {name} on {t}) yet: tilec's portable "
@@ -79,9 +94,11 @@ class AmdMath(PortableMath):
 
 @dataclass(frozen=True)
 class AmdLowering(TargetLowering):
-    """The AMD backend's hooks (module docstring) for waves of ``wave_size`` lanes."""
+    """The AMD backend's hooks (module docstring) for waves of ``wave_size``
+    lanes, ``waves_per_eu`` of them a SIMD when asked (0: no request)."""
 
     wave_size: int = 64
+    waves_per_eu: int = 0
 
     name = "AMD"
     rules = matrix.RULES
@@ -130,4 +147,4 @@ class AmdLowering(TargetLowering):
         ctx.b.unreachable()
 
     def kernel_attributes(self, num_warps: int) -> dict[str, str]:
-        return kernel_attributes(num_warps, self.wave_size)
+        return kernel_attributes(num_warps, self.wave_size, self.waves_per_eu)

@@ -121,7 +121,8 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
 
     target, options = build.target, build.options
     analyses = Analyses(axes=analyze_axes(fn), shared=plan_shared(fn))
-    kernel = lower(fn, target, AmdLowering(target.warp_size), analyses, options.num_warps, options.enable_fp_fusion)
+    lowering = AmdLowering(target.warp_size, options.waves_per_eu)
+    kernel = lower(fn, target, lowering, analyses, options.num_warps, options.enable_fp_fusion)
     build.metadata.shared = kernel.shared_bytes
     check_lds(build.metadata.name, kernel.shared_bytes, target)
     module = target.parse(with_code_object_version(static_lds(kernel.llir, kernel.shared_bytes)))

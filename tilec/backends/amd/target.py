@@ -21,6 +21,8 @@ MAX_THREADS_PER_BLOCK = 1024
 # A thread's widest global access: global_load_dwordx4.
 MAX_VECTOR_BYTES = 16
 LDS_BYTES = 64 * 1024
+# The most waves a SIMD holds (LLVM's getMaxWavesPerEU): 8 on CDNA2-4, 16 on RDNA3-4 (wave32).
+MAX_WAVES_PER_EU = {64: 8, 32: 16}
 
 
 @dataclass(frozen=True)
@@ -115,15 +117,24 @@ def arch_facts(arch: str) -> ArchFacts:
     return facts
 
 
-def kernel_attributes(num_warps: int, wave_size: int) -> dict[str, str]:
+def kernel_attributes(num_warps: int, wave_size: int, waves_per_eu: int = 0) -> dict[str, str]:
     """Function attributes of the kernel: the workgroup size it is launched
-    with (``amdgpu-flat-work-group-size``: LLVM budgets registers for it) and
+    with (``amdgpu-flat-work-group-size``: LLVM budgets registers for it),
     that every workgroup is full (``uniform-work-group-size``: the launcher
-    only launches whole workgroups)."""
+    only launches whole workgroups) and, when asked (Triton's
+    ``waves_per_eu``), how many of its waves a SIMD should hold at once
+    (``amdgpu-waves-per-eu``: LLVM keeps the registers a wave uses within
+    that share)."""
     if not isinstance(num_warps, int) or isinstance(num_warps, bool):
         raise TypeError(f"num_warps must be an int, got {type(num_warps).__name__}")
     threads = num_warps * wave_size
     if not 0 < threads <= MAX_THREADS_PER_BLOCK:
         raise ValueError(f"num_warps={num_warps} gives {threads} threads per workgroup; AMD GPUs of "
                          f"{wave_size}-lane waves allow 1 to {MAX_THREADS_PER_BLOCK // wave_size} waves")
-    return {"amdgpu-flat-work-group-size": f"1,{threads}", "uniform-work-group-size": "true"}
+    if waves_per_eu > MAX_WAVES_PER_EU[wave_size]:
+        raise ValueError(f"waves_per_eu={waves_per_eu}: a SIMD of {wave_size}-lane waves holds at most "
+                         f"{MAX_WAVES_PER_EU[wave_size]}")
+    attributes = {"amdgpu-flat-work-group-size": f"1,{threads}", "uniform-work-group-size": "true"}
+    if waves_per_eu:
+        attributes["amdgpu-waves-per-eu"] = str(waves_per_eu)
+    return attributes
