@@ -3,10 +3,11 @@
 Both compilers run the same kernel (docs/tutorials/05_fused_attention.py,
 re-exported by tests/kernels/attention.py: Triton's tutorial 06 forward with
 two key bands, unmasked blocks then the causal diagonal or the ragged tail)
-under each configuration of ``CONFIGS`` (BLOCK_M, BLOCK_N, num_warps,
-num_stages) and keep their fastest per shape.  A configuration whose first
-launch raises (out of shared memory or registers, say) is skipped with a
-one-line reason.  torch runs ``scaled_dot_product_attention`` under
+under each configuration of the arch's list (BLOCK_M, BLOCK_N, num_warps,
+num_stages: ``CONFIGS``, ``RDNA_CONFIGS`` on AMD's RDNA) and keep their
+fastest per shape.  A configuration whose first launch raises (out of
+shared memory or registers, say) is skipped with a one-line reason.  torch
+runs ``scaled_dot_product_attention`` under
 ``sdpa_kernel(SDPBackend.FLASH_ATTENTION)``.  Shapes: batch 4, 32 heads,
 sequence 1024 ... 16384, head dim 64 and 128, causal and not.  TFLOP/s counts
 4 B H N^2 D (the two matmuls), halved when causal.
@@ -65,10 +66,15 @@ BATCH, HEADS = 4, 32
 # Three tiles keep a sweep inside one device call; 128x32 (w4 s3) and 64x32
 # (w4 s2) were dropped: at head dim 128 tilec's builds of them spill (``--dry-run``).
 CONFIGS = [Config(128, 64, 8, 3), Config(64, 64, 4, 3), Config(128, 64, 4, 3)]
+# RDNA's waves are 32 lanes of 256 VGPRs (CDNA's: 64 lanes of 512): 32 rows a
+# wave (128x64 on 4 waves) of the f32 output and scores spill there, so RDNA
+# runs at most 16 rows a wave, as ROCm's Triton attention keeps an RDNA list.
+RDNA_CONFIGS = [Config(128, 64, 8, 3), Config(64, 64, 4, 3), Config(64, 32, 4, 3)]
 SEQS = [1024, 2048, 4096, 8192, 16384]
 HEAD_DIMS = [64, 128]
 DTYPES = ["float16", "bfloat16"]
-QUICK = {"seqs": [4096], "head_dims": [128], "dtypes": ["float16"], "configs": CONFIGS[:2]}
+QUICK = {"seqs": [4096], "head_dims": [128], "dtypes": ["float16"]}
+QUICK_CONFIGS = 2  # the first two of the arch's list
 # ||out - ref|| / ||ref|| against float64: p and the output round to 16 bits.
 TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2}
 TARGET = {"seq": 4096, "head_dim": 128, "dtype": "float16", "ratio": 0.5,
@@ -89,15 +95,29 @@ def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both", help="causal masking")
     parser.add_argument("--dtypes", choices=DTYPES, nargs="+", help="input dtypes (default: float16)")
     parser.add_argument("--configs", type=common.config_type(Config, "BLOCK_M,BLOCK_N,warps,stages"), nargs="+",
-                        help="configurations BLOCK_M,BLOCK_N,warps,stages (default: all)")
+                        help="configurations BLOCK_M,BLOCK_N,warps,stages (default: all of the arch's)")
     common.add_timing_options(parser)
     parser.add_argument("--dry-run", action="store_true",
                         help="no GPU: list the cases and compile tilec's configurations for --target")
     parser.add_argument("--target", default="sm_90", help="the arch --dry-run compiles for (default: %(default)s)")
     opts = parser.parse_args(argv)
-    defaults = QUICK if opts.quick else {"seqs": SEQS, "head_dims": HEAD_DIMS, "dtypes": ["float16"],
-                                         "configs": CONFIGS}
+    defaults = QUICK if opts.quick else {"seqs": SEQS, "head_dims": HEAD_DIMS, "dtypes": ["float16"]}
     return common.fill_defaults(opts, defaults)
+
+
+def configs_for(arch: str) -> list[Config]:
+    """The configurations timed on ``arch``: ``RDNA_CONFIGS`` on AMD's RDNA, else ``CONFIGS``."""
+    from tilec.backends.amd.target import ARCH_FACTS
+
+    facts = ARCH_FACTS.get(arch)
+    return RDNA_CONFIGS if facts is not None and facts.family == "rdna" else CONFIGS
+
+
+def with_configs(opts: argparse.Namespace, arch: str) -> argparse.Namespace:
+    """``opts`` with ``--configs`` defaulted to ``arch``'s (the first ``QUICK_CONFIGS`` with ``--quick``)."""
+    if opts.configs is None:
+        opts.configs = configs_for(arch)[:QUICK_CONFIGS if opts.quick else None]
+    return opts
 
 
 def shapes(opts: argparse.Namespace) -> list[Shape]:
@@ -269,9 +289,10 @@ def ml_dtypes_bfloat16():
 
 def main(opts: argparse.Namespace) -> None:
     if opts.dry_run:
-        dry_run(opts)
+        dry_run(with_configs(opts, opts.target))
         return
     torch = common.require_cuda()
+    with_configs(opts, common.device_arch())
     info = common.device_info()
     print(f"attention on {info['gpu']}; providers: {', '.join(common.languages() + ['torch SDPA (flash)'])}; "
           f"{len(opts.configs)} configurations", flush=True)

@@ -1,11 +1,9 @@
 """The benchmark kernels (``benchmarks/``: the tutorials' matmul, attention,
-softmax and layer norm under the configurations the benchmarks time) compile
-for gfx90a, gfx942, gfx950, gfx1100 and gfx1201 without scratch: the code object's
-``.private_segment_fixed_size`` is 0 and no instruction touches scratch, and
-every dot runs on MFMA/WMMA (a kernel that fell back to the FMA units would
-spill less and prove nothing).  The configurations that still spill are
-listed in ``KNOWN_SPILLS``: each is a strict xfail, so it fails the day it
-stops spilling (then remove it)."""
+softmax and layer norm under the configurations the benchmarks time on each
+arch) compile for gfx90a, gfx942, gfx950, gfx1100 and gfx1201 without
+scratch: the code object's ``.private_segment_fixed_size`` is 0 and no
+instruction touches scratch, and every dot runs on MFMA/WMMA (a kernel that
+fell back to the FMA units would spill less and prove nothing)."""
 from __future__ import annotations
 
 import re
@@ -18,31 +16,20 @@ from benchmarks import attention, kernels, matmul
 
 pytestmark = needs_lld
 
-# (arch, kernel, config) of the benchmark configurations that spill today, on
-# RDNA3 and RDNA4 alike: the 4-wave 128x64 attention.  A wave of 32 lanes holds
-# 32 rows of the output and of the scores in f32 (D64: 64 + 64 VGPRs a lane,
-# D128: 128 + 64) beside p, the row statistics and the operands it stages, in
-# 256 VGPRs (CDNA's waves of 64 hold half as much a lane, in 512).
-KNOWN_SPILLS = {
-    (arch, "attention", f"D{d}{causal} 128x64 w4 s3") for arch in ("gfx1100", "gfx1201") for d in (64, 128)
-    for causal in ("", " causal")
-}
-
 
 def matmul_cases():
     return [("matmul", str(c), c) for c in matmul.CONFIGS]
 
 
-def attention_cases():
+def attention_cases(arch: str):
     return [("attention", f"D{d}{' causal' if causal else ''} {c}", (d, causal, c)) for d in attention.HEAD_DIMS
-            for causal in (False, True) for c in attention.CONFIGS if c.block_m % c.block_n == 0 or not causal]
+            for causal in (False, True) for c in attention.configs_for(arch)
+            if c.block_m % c.block_n == 0 or not causal]
 
 
 def cases():
-    return [pytest.param(arch, kernel, name, config, id=f"{arch}-{kernel}-{name}",
-                         marks=[pytest.mark.xfail(strict=True, reason="spills today (KNOWN_SPILLS)")]
-                         if (arch, kernel, name) in KNOWN_SPILLS else [])
-            for arch in ARCHS_CHECKED for kernel, name, config in matmul_cases() + attention_cases()]
+    return [pytest.param(arch, kernel, name, config, id=f"{arch}-{kernel}-{name}")
+            for arch in ARCHS_CHECKED for kernel, name, config in matmul_cases() + attention_cases(arch)]
 
 
 def compile_benchmark(kernel: str, config, arch: str):

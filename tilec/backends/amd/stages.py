@@ -99,8 +99,9 @@ def _lay_out(fn: Function, build: Build) -> Function:
 
     options = build.options
     unit = matrix_unit(build.target, options.matrix_instr_nonkdim)
-    # RDNA's 256 VGPRs a lane cannot also hold the next iteration's tiles:
-    # pipelined, five more benchmark configurations spilled on gfx1100
+    # RDNA has no load from global memory into LDS, and its 256 VGPRs a lane
+    # cannot also hold the next iteration's tiles: pipelined, 9 of gfx1100's
+    # 19 benchmark configurations spill, 4 of gfx1201's (docs/amd.md)
     stages = options.num_stages if arch_facts(build.arch).family == "cdna" else 1
     passes = [partial(widen_fp8_dots, instructions=build.target.every_matrix_instruction),
               partial(assign_layouts, num_warps=options.num_warps, target=build.target, unit=unit),
