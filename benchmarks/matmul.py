@@ -17,7 +17,9 @@ Target: tilec >= 0.60x cuBLAS at 4096^3 fp16 (the issue's goal is 1.00x: wgmma o
     PYTHONPATH=. python benchmarks/matmul.py [--quick] [--shapes 4096 8192x8192x1024]
         [--dtypes float16] [--configs 128,128,64,8,4,3] [--out PATH]
 
-``--quick``: 4096^3 fp16 with the first two configurations only.
+``--quick``: 4096^3 fp16 with the first two configurations only.  Without
+``--configs`` fp8 inputs run ``FP8_CONFIGS`` (``CONFIGS`` with twice the
+K a step: the same bytes a row).
 ``--descriptors``: the tutorial's ``matmul_descriptor_kernel`` instead, a and b
 read through tensor descriptors (each compiler's own ``TensorDescriptor``;
 on an H100 both copy blocks with the tensor memory accelerator); fp16/bf16 only.
@@ -59,6 +61,8 @@ SHAPES = [(n, n, n) for n in (512, 1024, 2048, 4096, 8192)] + [(8192, 8192, 1024
                                                                (16384, 1024, 4096)]
 DTYPES = ["float16", "bfloat16"]
 FP8_DTYPES = ["float8_e4m3fn", "float8_e5m2"]
+# fp8 operands take twice the K a step in the same bytes (tutorial 03's FP8_CONFIG rule)
+FP8_CONFIGS = [c._replace(block_k=2 * c.block_k) for c in CONFIGS]
 QUICK = {"shapes": [(4096, 4096, 4096)], "dtypes": ["float16"], "configs": CONFIGS[:2]}
 # ||out - ref|| / ||ref|| against float64: fp16 outputs round at 2^-11 (a
 # norm-wise error near 3e-4); cuBLAS's bf16 outputs at 2^-8 (near 1.5e-3).
@@ -97,8 +101,16 @@ def options(argv: Optional[list[str]] = None) -> argparse.Namespace:
     opts = parser.parse_args(argv)
     if opts.descriptors and set(opts.dtypes or ()) & set(FP8_DTYPES):
         parser.error("--descriptors takes float16 and bfloat16: fp8's b is stored along K, which no descriptor reads")
-    defaults = QUICK if opts.quick else {"shapes": SHAPES, "dtypes": DTYPES, "configs": CONFIGS}
+    defaults = QUICK if opts.quick else {"shapes": SHAPES, "dtypes": DTYPES}
     return common.fill_defaults(opts, defaults)
+
+
+def configs_for(dtype: str, configs: Optional[list[Config]]) -> list[Config]:
+    """The configurations to time for ``dtype``: ``--configs`` when given, else
+    ``FP8_CONFIGS`` for fp8 inputs and ``CONFIGS`` for 16-bit ones."""
+    if configs is not None:
+        return configs
+    return FP8_CONFIGS if dtype in FP8_DTYPES else CONFIGS
 
 
 # --- one shape ----------------------------------------------------------------------
@@ -221,16 +233,17 @@ def main(opts: argparse.Namespace) -> None:
     torch = common.require_cuda()
     info = common.device_info()
     print(f"matmul on {info['gpu']}; providers: {', '.join(common.languages() + ['cuBLAS'])}; "
-          f"{len(opts.configs)} configurations", flush=True)
+          f"{len(configs_for(opts.dtypes[0], opts.configs))} configurations", flush=True)
     rows, skipped = [], []
     for dtype in opts.dtypes:
         for shape in opts.shapes:
             torch.manual_seed(zlib.crc32(f"{shape} {dtype}".encode()))  # fresh inputs per shape, reproducible
-            case = make_case(shape, dtype, opts.configs, skipped, opts.descriptors)
+            case = make_case(shape, dtype, configs_for(dtype, opts.configs), skipped, opts.descriptors)
             rows.append(summarize(shape, dtype, common.measure_case(case, opts.warmup, opts.rep)))
             del case
             print(f"  {shape_text(shape)} {dtype} done", flush=True)
-    config = {"configs": [c._asdict() for c in opts.configs], "tflops": "2 * M * N * K",
+    config = {"configs": {dtype: [c._asdict() for c in configs_for(dtype, opts.configs)] for dtype in opts.dtypes},
+              "tflops": "2 * M * N * K",
               "tolerance": TOLERANCE, "kernel": "tests/kernels/matmul.py (tutorial 03), fp16 output" + (
                   ", matmul_descriptor_kernel: a and b through tensor descriptors" if opts.descriptors else "")}
     common.report_configs("matmul", opts.out, {"config": config, "target": TARGET["text"], **info}, rows, skipped,

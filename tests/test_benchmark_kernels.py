@@ -142,3 +142,14 @@ def test_the_scripts_take_an_nvidia_or_an_amd_gpu(monkeypatch, hip, props, arch)
     cuda = SimpleNamespace(current_device=lambda: 0, get_device_properties=lambda d: SimpleNamespace(**props))
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda, version=SimpleNamespace(hip=hip)))
     assert device_arch() == arch
+
+
+def test_matmul_times_fp8_with_twice_the_k_a_step_unless_told():
+    from benchmarks import matmul
+
+    opts = matmul.options(["--dtypes", "float8_e4m3fn", "float16"])
+    fp8, fp16 = matmul.configs_for("float8_e4m3fn", opts.configs), matmul.configs_for("float16", opts.configs)
+    assert fp16 == matmul.CONFIGS and len(fp8) == len(fp16)
+    assert all(a.block_k == 2 * b.block_k and a._replace(block_k=b.block_k) == b for a, b in zip(fp8, fp16))
+    chosen = matmul.options(["--dtypes", "float8_e5m2", "--configs", "256,128,128,8,8,3"])
+    assert [str(c) for c in matmul.configs_for("float8_e5m2", chosen.configs)] == ["256x128x128 g8 w8 s3"]
