@@ -36,9 +36,9 @@ it, the value the launcher passes, and where its memory lives.
 type, a function from a value to its ``dispatch_key`` and the value a launch
 passes, without building a ``KernelArg``.  A spec may only return the key
 ``classify_arg`` gives the value (``tests/launch/test_fast_path.py`` checks each
-against it); what it cannot decide cheaply -- an unknown type, a host array, a
-CPU tensor, a CUDA array that does not say its device, a float past f32's
-range, an int past 64 bits -- raises ``NotFast``
+against it); what it cannot decide cheaply -- an unknown type, a numpy array
+of a dtype numpy lacks, a CPU tensor, a CUDA array that does not say its
+device, a float past f32's range, an int past 64 bits -- raises ``NotFast``
 and the general path takes that launch, with its checks and error messages.
 """
 from __future__ import annotations
@@ -508,6 +508,22 @@ def _cuda_array_spec(v: Any) -> tuple[Hashable, Any]:
     return _array_keys(iface["typestr"], int(device()[1]))[address % 16 == 0], address
 
 
+_HOST_KEYS: dict[Any, tuple[str, str]] = {}
+
+
+def _numpy_spec(a: np.ndarray) -> tuple[Hashable, Any]:
+    """A numpy array: itself (the host launcher reads its address, size and
+    flags) and the key ``_numpy_arg`` gives it.  A dtype numpy lacks (bf16,
+    fp8: passed as a view) is left to the general path."""
+    keys = _HOST_KEYS.get(a.dtype)
+    if keys is None:
+        t = _elem_type_of(a.dtype, _dtype_name, "")
+        if t in _HOST_VIEWS:
+            raise NotFast
+        keys = _HOST_KEYS[a.dtype] = _key_pair(str(_pointer_to(t)), "host")
+    return keys[a.__array_interface__["data"][0] % 16 == 0], a
+
+
 def _not_fast(v: Any) -> tuple[Hashable, Any]:
     raise NotFast
 
@@ -531,7 +547,8 @@ class _Specs(dict):
         return spec
 
 
-SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec, type(None): _none_spec})
+SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec, type(None): _none_spec,
+                                  np.ndarray: _numpy_spec})
 SPECS.update({np_type: _numpy_scalar_spec(t) for t, np_type in _NUMPY_SCALAR.items()})
 
 

@@ -12,7 +12,9 @@ flag says whether the arrays together exceed the last-level cache (stores
 of large outputs then stream past it: ``streaming.py``), and the programs
 run on this process's threads (``threads.py``); ctypes lets go of the GIL
 for the call.  A launch is synchronous: a ``stream=`` has nothing
-to order.
+to order.  Later launches of a variant on numpy arrays take ``jit.py``'s
+fast path (``fast_launch``): the same ``run`` on the values the generated
+specializer hands over, without binding and classifying them again.
 
 Under ``debug=True`` (``@jit(debug=True)`` or the launch's keyword) every
 access is checked against the arrays passed, whose spans the launch hands
@@ -43,9 +45,12 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
+from tilec import environment
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType, Type
-from tilec.launch.args import KernelArg, host_array
+from tilec.launch.args import KernelArg, NotFast
 from tilec.launch.compiler import CompiledKernel
 from tilec.targets.base import CODEGEN_OPT_LEVEL
 from tilec.backends.host import TARGET
@@ -117,21 +122,39 @@ def device_name(args: Sequence[KernelArg], device: Optional[int]) -> None:
     return None
 
 
-def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: Optional[int]) -> None:
-    """None: host launches take the general path."""
-    return None
+def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg],
+                device: Optional[int]) -> Optional[Callable[..., None]]:
+    """What ``jit.py``'s fast path calls for later launches of ``compiled`` on
+    arrays like ``args``: ``run`` on the values of the kernel's IR arguments,
+    picked from the launch's by position.  It declines (``NotFast``) once
+    ``TILEC_INTERPRET`` is on, which sends the launch to the interpreter.
+    None under ``debug``: each launch makes its table of spans (``bounds.py``)."""
+    if compiled.options.debug:
+        return None
+    position = {a.name: i for i, a in enumerate(args)}
+    picks = [position[name] for name in compiled.fn.arg_names]
+
+    def launch_fast(grid: tuple[int, int, int], values: Sequence[Any], stream: Any) -> None:
+        if environment.interpret():
+            raise NotFast
+        run(compiled, grid, [values[i] for i in picks])
+    return launch_fast
 
 
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
            device: Optional[int] = None, stream: Any = None) -> None:
     """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing
     them in place (``device`` and ``stream`` mean nothing on the host)."""
-    refuse_read_only(compiled, args)
+    run(compiled, grid, compiled.runtime_args(args))
+
+
+def run(compiled: CompiledKernel, grid: tuple[int, int, int], arrays: list) -> None:
+    """Run ``compiled`` over ``grid`` on the launch values of its IR arguments, in order."""
+    refuse_read_only(compiled, arrays)
     total = grid[0] * grid[1] * grid[2]
     if total == 0:
         return  # an empty grid launches no program
     loaded = compiled.runtime.get(TARGET) or load(compiled)
-    arrays = compiled.runtime_args(args)
     values = [convert(v) for convert, v in zip(loaded.converters, arrays)]
     table = Table(compiled.fn, arrays) if compiled.options.debug else None
     hidden = [table.address] if table is not None else []
@@ -246,11 +269,12 @@ def undefined_symbols(obj: bytes) -> list[str]:
             if section == 0 and at]
 
 
-def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
-    """A ValueError naming the first read-only host array the kernel may write."""
+def refuse_read_only(compiled: CompiledKernel, arrays: Sequence[Any]) -> None:
+    """A ValueError naming the first read-only host array the kernel may
+    write, among ``arrays``, the launch values of its IR arguments."""
     from tilec.opt.written_pointers import refuse_read_only_arrays
 
-    arrays = [host_array(a) for a in args]
-    if all(array is None or array.flags.writeable for array in arrays):
+    if all(not isinstance(a, np.ndarray) or a.flags.writeable for a in arrays):
         return  # the usual case, at the cost of a flag an array
-    refuse_read_only_arrays(compiled.name, compiled.fn, [(a.name, array) for a, array in zip(args, arrays)])
+    refuse_read_only_arrays(compiled.name, compiled.fn, [(name, a if isinstance(a, np.ndarray) else None)
+                                                         for name, a in zip(compiled.fn.arg_names, arrays)])
