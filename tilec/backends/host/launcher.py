@@ -203,7 +203,8 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
         cpu=facts.cpu, features=facts.features, opt=CODEGEN_OPT_LEVEL)
     empty = llvm.parse_assembly("")
     empty.triple = facts.triple
-    engine = llvm.create_mcjit_compiler(empty, machine)
+    # llvmlite's memory manager puts the object's sections in one block: the code's 32-bit offsets reach its data
+    engine = llvm.create_mcjit_compiler(empty, machine, use_lmm=True)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     hidden = [ctypes.c_void_p] * compiled.options.debug + [ctypes.c_uint8]  # the bounds table, streaming

@@ -72,9 +72,28 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
         module.link_in(target.parse(libcalls.module(target)))
     module.get_function(fn.name).linkage = "internal"
     optimize(module, target)
+    calls_outside_through_the_got(module, target)
     module.verify()
     build.llir = str(module)
     return build.llir
+
+
+#: The module flag that makes LLVM's own library calls (``memset``, the f16
+#: conversions) go through the global offset table, as ``-fno-plt`` does.
+RTLIB_USE_GOT = '!llvm.module.flags = !{!0}\n!0 = !{i32 7, !"RtLibUseGOT", i32 1}\n'
+
+
+def calls_outside_through_the_got(module, target: Target) -> None:
+    """Every call to a function outside the object (the C library's, LLVM's
+    runtime routines) made through a GOT entry (``call *expf@GOTPCREL(%rip)``),
+    not a PLT stub: MCJIT's loader counts the GOT entries when it reserves the
+    object's memory in one block (which the small code model needs,
+    ``target.py``), but not those its PLT stubs take, and the launcher's
+    memory manager stops the process on memory it did not reserve."""
+    module.link_in(target.parse(RTLIB_USE_GOT))
+    for f in module.functions:
+        if f.is_declaration and not f.name.startswith("llvm."):
+            f.add_function_attribute("nonlazybind")
 
 
 def check_stack(kernel: str, nbytes: int, target: Target) -> None:
