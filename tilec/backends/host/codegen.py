@@ -131,10 +131,18 @@ class HostCtx:
 
     def _write_prefetching(self, tile: Tile, buf: Buffer) -> bool:
         """``tile`` written into ``buf`` by a loop that prefetches the next
-        program's loads (``prefetch.py``); False where it cannot."""
-        pointers = prefetch.next_pointers(self, self._prefetches)
-        if not pointers or not prefetch.write_prefetching(self, tile, buf, pointers):
+        program's loads where the launch streams, as before where it does
+        not (``prefetch.py``); False where it cannot."""
+        if not prefetch.line_chunk(tile):
             return False
+        pointers = prefetch.next_pointers(self, self._prefetches)
+        if not pointers:
+            return False
+        with self.b.if_else(self.streaming) as (streams, stays):
+            with streams:
+                prefetch.write_prefetching(self, tile, buf, pointers)
+            with stays:
+                write(self, tile, buf)
         self._prefetches = []
         return True
 
