@@ -8,8 +8,11 @@ other order unfair), and gives the ratio of the medians as a speed ratio
 (above 1: tilec is faster), of wall time (``ratio``) and of the process's
 CPU time (``cpu_ratio``: what a busy machine disturbs least, with one
 thread).  Every row runs at each thread count of ``--threads`` (default 1
-and all the CPUs), the same for both: ``TILEC_NUM_THREADS`` and
-``torch.set_num_threads``.  Both write into outputs made once and reused.
+and all the CPUs), the same for both: ``TILEC_NUM_THREADS``,
+``torch.set_num_threads`` and, where threadpoolctl is installed, numpy's
+BLAS (``threadpool_limits``; without it BLAS takes every CPU at each count,
+and the run's ``blas_threads_limited`` says so).  Both write into outputs
+made once and reused.
 The load average before and after goes in the JSON: on a busy machine the
 ratios, not the seconds, are what to read.
 
@@ -33,6 +36,7 @@ interpreter, and cold compiles for the host against the GPU's).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -194,17 +198,31 @@ def matmul(n: int, block: tuple[int, int, int]) -> dict:
             "peer": "numpy BLAS", "peer_gflops": flops / t["peer"] / 1e9, **ratios(t)}
 
 
-def measure(threads: int, quick: bool, torch) -> list[dict]:
-    """Every row with ``threads`` threads for tilec and torch alike."""
+def measure(threads: int, quick: bool, torch) -> dict:
+    """Every row with ``threads`` threads for tilec, torch and numpy's BLAS alike."""
     os.environ["TILEC_NUM_THREADS"] = str(threads)
     if torch is not None:
         torch.set_num_threads(threads)
     widths = [1024] if quick else [1024, 2048, 4096, 8192]
-    rows = [vector_add(1 << 24)]
-    rows += [softmax(4096, n, torch) for n in widths]
-    rows += [layer_norm(4096, n, torch) for n in widths]
-    rows += [matmul(1024, (64, 64, 32)), matmul(1024, (128, 128, 64))]
-    return rows
+    with blas_threads(threads) as limited:
+        rows = [vector_add(1 << 24)]
+        rows += [softmax(4096, n, torch) for n in widths]
+        rows += [layer_norm(4096, n, torch) for n in widths]
+        rows += [matmul(1024, (64, 64, 32)), matmul(1024, (128, 128, 64))]
+    return {"threads": threads, "blas_threads_limited": limited, "rows": rows}
+
+
+@contextlib.contextmanager
+def blas_threads(threads: int):
+    """numpy's BLAS limited to ``threads`` in the block (threadpoolctl's
+    ``threadpool_limits``); yields whether it could be."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield False
+        return
+    with threadpool_limits(threads, user_api="blas"):
+        yield True
 
 
 def main() -> None:
@@ -216,7 +234,7 @@ def main() -> None:
     torch = torch_or_none()
     load_before = os.getloadavg()
     counts = sorted({int(t) for t in opts.threads.split(",")})
-    runs = [{"threads": t, "rows": measure(t, opts.quick, torch)} for t in counts]
+    runs = [measure(t, opts.quick, torch) for t in counts]
     facts = host_target()
     result = {
         "benchmark": "kernels compiled for the host CPU against numpy / torch CPU",
