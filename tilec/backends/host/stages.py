@@ -70,7 +70,11 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     module.link_in(target.parse(grid_entry(fn, target, debug)))
     if libcalls.needed(kernel.llir):
         module.link_in(target.parse(libcalls.module(target)))
-    module.get_function(fn.name).linkage = "internal"
+    kernel_fn = module.get_function(fn.name)
+    kernel_fn.linkage = "internal"
+    # inlined into the grid entry by O3's first pass, so that its function passes simplify the kernel once:
+    # inlined by the call-graph passes, it was simplified alone first and then again in the grid entry
+    kernel_fn.add_function_attribute("alwaysinline")
     optimize(module, target)
     calls_outside_through_the_got(module, target)
     module.verify()
