@@ -12,7 +12,13 @@ and all the CPUs), the same for both: ``TILEC_NUM_THREADS``,
 ``torch.set_num_threads`` and, where threadpoolctl is installed, numpy's
 BLAS (``threadpool_limits``; without it BLAS takes every CPU at each count,
 and the run's ``blas_threads_limited`` says so).  Both write into outputs
-made once and reused.
+made once and reused.  The peers' worker threads go to sleep when their
+call returns (``PEER_THREADS_IDLE``, unless the environment sets them;
+the JSON says which): by default torch's OpenMP threads and OpenBLAS's spin
+on a core for a while after each call, which in the paired timing is the
+core tilec's second thread runs on (softmax 4096x4096 on two threads took
+8-10 ms after torch's call, 5.8 ms with them asleep; torch's own time did
+not move).
 The load average before and after goes in the JSON: on a busy machine the
 ratios, not the seconds, are what to read.
 
@@ -45,7 +51,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+#: The peers' worker threads sleep as soon as their call returns (unless the
+#: caller says otherwise): see the module docstring.
+PEER_THREADS_IDLE = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
+for _name, _value in PEER_THREADS_IDLE.items():
+    os.environ.setdefault(_name, _value)  # read when numpy's BLAS and torch's OpenMP start
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -243,7 +255,8 @@ def main() -> None:
         "numpy": np.__version__, "torch": getattr(torch, "__version__", None),
         "llvmlite": llvmlite_version(), "tree": git_commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "load_average_before_after": [load_before[0], os.getloadavg()[0]], "runs": runs,
+        "load_average_before_after": [load_before[0], os.getloadavg()[0]],
+        "peer_threads": {name: os.environ.get(name) for name in PEER_THREADS_IDLE}, "runs": runs,
     }
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     if opts.out.exists():  # host_tutorials.py's table, kept
