@@ -219,7 +219,7 @@ class JITFunction(KernelInterface):
         # Only under keys the classification agrees with: a spec that disagreed would cost speed, not a wrong
         # variant.  The keys say the device (so it must be known; the host has one), and an empty grid loaded
         # nothing.
-        known = plan.device is not None or plan.place == "host"
+        known = plan.device is not None or plan.place == HOST_PLACE
         if keys is not None and known and 0 not in grid and keys == self._dispatch_keys(plan.args):
             launch = plan.launcher.fast_launch(compiled, plan.args, plan.device)
             if launch is not None:
