@@ -97,3 +97,22 @@ def test_debug_launches_keep_the_general_paths_bounds_checks(compiled_host, gene
     assert len(general_launches) == 2
     with pytest.raises(tilec.errors.InterpreterError, match="out of bounds"):
         k[(3,)](x, y, out[:20], 40, BLOCK=16, debug=True)
+
+
+def test_launches_that_stream_run_the_streaming_variant_and_others_the_plain_one(compiled_host, monkeypatch,
+                                                                                 general_launches):
+    """``launcher.target``: arrays beyond ``STREAM_BYTES`` together run the
+    ``cpu-streaming`` variant; the fast path declines a launch whose
+    streaming differs from its variant's, so each launch runs its own."""
+    from tilec.backends.host import STREAMING_TARGET, TARGET, launcher
+
+    k, rng = fresh(add_kernel), np.random.default_rng(4)
+    x, y, out = operands(rng, 300, np.float32)
+    ran = []
+    for stream_bytes in (None, None, 0, 0, None):
+        monkeypatch.setattr(launcher, "STREAM_BYTES", stream_bytes if stream_bytes is not None else 1 << 60)
+        out[:] = 0
+        ran.append(add(k, x, y, out, block=256).target)
+        np.testing.assert_array_equal(out, x + y)
+    assert ran == [TARGET, TARGET, STREAMING_TARGET, STREAMING_TARGET, TARGET]
+    assert len(general_launches) == 3 and len(k.cache) == 2  # the first, and each change of variant

@@ -22,7 +22,7 @@ import tilec
 import tilec.language as tl
 from helpers import PROPERTY
 from kernels.vector_add import add_kernel
-from tilec.backends.host import prefetch, threads
+from tilec.backends.host import STREAMING_TARGET, TARGET, prefetch, threads
 
 
 def ran_programs(total: int, first_seconds: float) -> tuple[list[int], set[str]]:
@@ -100,14 +100,15 @@ def tile_exp_2d(out_ptr, x_ptr, idx_ptr, n, ROWS: tl.constexpr, COLS: tl.constex
     tl.store(out_ptr + at, e / tl.sum(e, axis=1)[:, None], mask=cols[None, :] < n)
 
 
-def _cpu_llir(kernel, *args, **constexprs) -> str:
-    return kernel.compile(*args, target="cpu", **constexprs).asm["llir"]
+def _cpu_llir(kernel, *args, target=STREAMING_TARGET, **constexprs) -> str:
+    return kernel.compile(*args, target=target, **constexprs).asm["llir"]
 
 
 def test_the_next_programs_row_is_prefetched_in_the_exp_loop_only_where_its_pointers_read_no_memory():
     x = np.zeros((4, 256), np.float32)
     llir = _cpu_llir(row_softmax, x, x, 256, 256, BLOCK=256)
     assert "@llvm.prefetch" in llir
+    assert "@llvm.prefetch" not in _cpu_llir(row_softmax, x, x, 256, 256, target=TARGET, BLOCK=256)  # no streaming
     # one prefetch a chunk of 16 floats, in the loop of exp's scaling (vscalef / ldexp)
     loop = llir[llir.index("call void @llvm.prefetch"):]
     assert "ldexp" in loop[:loop.index("br ")] or "fmul" in loop[:loop.index("br ")]

@@ -12,7 +12,11 @@ flag says whether the arrays together exceed the last-level cache (stores
 of large outputs then stream past it: ``streaming.py``), and the programs
 run on this process's threads (``threads.py``); ctypes lets go of the GIL
 for the call.  A launch is synchronous: a ``stream=`` has nothing
-to order.  Later launches of a variant on numpy arrays take ``jit.py``'s
+to order.  A launch whose arrays exceed the last-level cache runs the
+variant of target ``cpu-streaming`` (``target``), whose large stores
+stream and which prefetches the next program's loads; any other runs
+``cpu``'s, which has neither.  Later launches of a variant on numpy arrays
+(and CPU tensors) take ``jit.py``'s
 fast path (``fast_launch``): the same ``run`` on the values the generated
 specializer hands over, without binding and classifying them again.
 
@@ -50,10 +54,10 @@ import numpy as np
 from tilec import environment
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType, Type
-from tilec.launch.args import KernelArg, NotFast
+from tilec.launch.args import KernelArg, NotFast, host_array
 from tilec.launch.compiler import CompiledKernel
 from tilec.targets.base import CODEGEN_OPT_LEVEL
-from tilec.backends.host import TARGET
+from tilec.backends.host import STREAMING_TARGET, TARGET
 from tilec.backends.host.bounds import Table
 from tilec.backends.host.grid import GRID_SUFFIX
 from tilec.backends.host.target import host_target, target_facts
@@ -69,13 +73,11 @@ class LoadedKernel:
     """A variant's code in this process: ``entry`` (its ``<kernel>_grid``, a
     ctypes function) is valid while ``engine``, the MCJIT engine holding it,
     lives; ``converters`` turn each IR argument's launch value into what
-    ``entry`` takes (``entry_converter``); ``arrays`` are the places of
-    the pointer arguments."""
+    ``entry`` takes (``entry_converter``)."""
 
     engine: Any
     entry: Callable[..., None]
     converters: tuple[Callable[[Any], int], ...]
-    arrays: tuple[int, ...]
 
 
 def streaming(nbytes: int) -> bool:
@@ -110,8 +112,15 @@ def last_level_cache_bytes() -> int:
 
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
-    """Host arrays run code compiled for this CPU (``target.py``)."""
-    return TARGET
+    """Host arrays run code compiled for this CPU (``target.py``): where they
+    stream (``streaming``), the variant with the streaming paths."""
+    arrays = [array for array in map(host_array, args) if array is not None]
+    return STREAMING_TARGET if streaming(array_bytes(arrays)) else TARGET
+
+
+def array_bytes(values: Sequence[Any]) -> int:
+    """The bytes of the numpy arrays among a launch's ``values``."""
+    return sum(v.nbytes for v in values if isinstance(v, np.ndarray))
 
 
 default_target = target  # what kernel.compile picks for host arrays: the same
@@ -127,17 +136,21 @@ def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg],
     """What ``jit.py``'s fast path calls for later launches of ``compiled`` on
     arrays like ``args``: ``run`` on the values of the kernel's IR arguments,
     picked from the launch's by position.  It declines (``NotFast``) once
-    ``TILEC_INTERPRET`` is on, which sends the launch to the interpreter.
-    None under ``debug``: each launch makes its table of spans (``bounds.py``)."""
+    ``TILEC_INTERPRET`` is on, which sends the launch to the interpreter, and
+    where the arrays stream and the variant's do not or the other way round
+    (``target``: the general path takes the other variant).  None under
+    ``debug``: each launch makes its table of spans (``bounds.py``)."""
     if compiled.options.debug:
         return None
     position = {a.name: i for i, a in enumerate(args)}
     picks = [position[name] for name in compiled.fn.arg_names]
+    streams = compiled.target == STREAMING_TARGET
 
     def launch_fast(grid: tuple[int, int, int], values: Sequence[Any], stream: Any) -> None:
-        if environment.interpret():
+        arrays = [values[i] for i in picks]
+        if environment.interpret() or streaming(array_bytes(arrays)) != streams:
             raise NotFast
-        run(compiled, grid, [values[i] for i in picks])
+        run(compiled, grid, arrays)
     return launch_fast
 
 
@@ -158,7 +171,7 @@ def run(compiled: CompiledKernel, grid: tuple[int, int, int], arrays: list) -> N
     values = [convert(v) for convert, v in zip(loaded.converters, arrays)]
     table = Table(compiled.fn, arrays) if compiled.options.debug else None
     hidden = [table.address] if table is not None else []
-    hidden.append(streaming(sum(arrays[i].nbytes for i in loaded.arrays)))
+    hidden.append(streaming(array_bytes(arrays)))
     run_programs(lambda first, last: loaded.entry(*values, *hidden, *grid, first, last), total,
                  compiled.metadata.shared if compiled.metadata else 0)
     if table is not None:
@@ -211,8 +224,7 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
     signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *hidden,
                                  *[ctypes.c_int32] * 3, ctypes.c_int64, ctypes.c_int64)
     loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)),
-                          tuple(entry_converter(a.type) for a in compiled.fn.args),
-                          tuple(i for i, a in enumerate(compiled.fn.args) if isinstance(a.type, PointerType)))
+                          tuple(entry_converter(a.type) for a in compiled.fn.args))
     compiled.runtime[TARGET] = loaded
     return loaded
 

@@ -19,9 +19,10 @@ without reading memory (``HostCtx.materialize`` of a tile of
 lines into L2, a few every vector of the loop, spread over its whole
 length (``write_prefetching``).  It does so only where the launch streams
 (its arrays exceed the last-level cache, so the loads come from memory:
-``streaming.py``); otherwise the loop writes the tile as before: from the
-last-level cache the hardware prefetchers keep up, and the prefetches
-cost softmax 4% at 1024 columns.  A prefetch never faults, so the last
+``streaming.py``: the variants of target ``cpu-streaming``, on the
+streaming flag's branch); otherwise the loop writes the tile as before:
+from the last-level cache the hardware prefetchers keep up, and the
+prefetches cost softmax 4% at 1024 columns.  A prefetch never faults, so the last
 program's prefetches past its arrays do no harm.  Kernels without such a
 loop, or without such a load, are code as before.
 """

@@ -38,6 +38,7 @@ from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, run_stages
 from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
+from tilec.backends.host import TARGET
 from tilec.backends.host.target import host_target, target_facts
 
 
@@ -50,6 +51,9 @@ class Build:
     options: Options
     metadata: KernelMetadata
     llir: str = ""  # the optimized LLVM IR (a cross target's object code is made from it)
+    #: whether the code has the streaming paths: ``STREAMING_TARGET``'s and the
+    #: cross targets' (the object CI checks: all the code), not ``TARGET``'s
+    streams: bool = True
 
 
 def lower_to_llvm(fn: Function, build: Build) -> str:
@@ -63,7 +67,7 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     target = build.target
     debug = build.options.debug
     legal = widen_fp8_dots(fn, target.every_matrix_instruction)
-    kernel = lower(legal, target, HostLowering(target), build.options.enable_fp_fusion, debug)
+    kernel = lower(legal, target, HostLowering(target), build.options.enable_fp_fusion, debug, build.streams)
     check_stack(fn.name, kernel.stack_bytes, target)
     build.metadata.shared_bytes = kernel.stack_bytes
     module = target.parse(kernel.llir)
@@ -169,6 +173,7 @@ def compile_for_cpu(compiled: CompiledKernel, assembly: bool = True) -> None:
     target: ``target.target_facts``), filling ``compiled.asm``; without
     ``assembly``, all but the assembly text (LLVM's code generator runs once,
     for the object: what a compile check needs)."""
-    build = Build(target_facts(compiled.target), compiled.options, compiled.metadata)
+    build = Build(target_facts(compiled.target), compiled.options, compiled.metadata,
+                  streams=compiled.target != TARGET)
     run_stages(compiled, STAGES if assembly else OBJECT_STAGES, build)
 

@@ -95,8 +95,9 @@ def cross_target(name: str) -> Target:
 
 
 def target_facts(name: str) -> Target:
-    """The facts of the host backend's target ``name``: ``"cpu"`` or a cross target."""
-    return host_target() if name == "cpu" else cross_target(name)
+    """The facts of the host backend's target ``name``: a cross target's, else
+    this process's CPU (``"cpu"`` and ``"cpu-streaming"``: the same facts)."""
+    return cross_target(name) if name in CROSS_TRIPLES else host_target()
 
 
 def cpu_target(triple: str, features: dict[str, bool]) -> Target:
