@@ -184,9 +184,11 @@ class JITFunction(KernelInterface):
         ``target`` is any target a backend compiles for (``"host"``, the
         interpreter; a GPU arch; ``"cpu"``: ``python -m tilec info`` lists
         them all); compiling for an arch needs no GPU.  Left out, it is where a
-        launch with these arguments would run: ``"host"`` for host arrays; for
-        GPU arrays their device's arch, or the GPU backend's default arch on a
-        machine with no usable GPU.  Launch options are keywords, as in a launch.
+        launch with these arguments would run: for host arrays ``"cpu"``
+        (``"cpu-streaming"`` where they exceed the last-level cache; ``"host"``,
+        the interpreter, under ``TILEC_INTERPRET``); for GPU arrays their
+        device's arch, or the GPU backend's default arch on a machine with no
+        usable GPU.  Launch options are keywords, as in a launch.
         """
         kwargs, options = self._take_options(kwargs)
         classified = self._classify(self._bind(args, kwargs))
