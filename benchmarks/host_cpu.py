@@ -8,8 +8,17 @@ other order unfair), and gives the ratio of the medians as a speed ratio
 (above 1: tilec is faster), of wall time (``ratio``) and of the process's
 CPU time (``cpu_ratio``: what a busy machine disturbs least, with one
 thread).  Every row runs at each thread count of ``--threads`` (default 1
-and all the CPUs), the same for both: ``TILEC_NUM_THREADS`` and
-``torch.set_num_threads``.  Both write into outputs made once and reused.
+and all the CPUs), the same for both: ``TILEC_NUM_THREADS``,
+``torch.set_num_threads`` and, where threadpoolctl is installed, numpy's
+BLAS (``threadpool_limits``; without it BLAS takes every CPU at each count,
+and the run's ``blas_threads_limited`` says so).  Both write into outputs
+made once and reused.  The peers' worker threads go to sleep when their
+call returns (``PEER_THREADS_IDLE``, unless the environment sets them;
+the JSON says which): by default torch's OpenMP threads and OpenBLAS's spin
+on a core for a while after each call, which in the paired timing is the
+core tilec's second thread runs on (softmax 4096x4096 on two threads took
+8-10 ms after torch's call, 5.8 ms with them asleep; torch's own time did
+not move).
 The load average before and after goes in the JSON: on a busy machine the
 ratios, not the seconds, are what to read.
 
@@ -33,6 +42,7 @@ interpreter, and cold compiles for the host against the GPU's).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -41,7 +51,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+#: The peers' worker threads sleep as soon as their call returns (unless the
+#: caller says otherwise): see the module docstring.
+PEER_THREADS_IDLE = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
+for _name, _value in PEER_THREADS_IDLE.items():
+    os.environ.setdefault(_name, _value)  # read when numpy's BLAS and torch's OpenMP start
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -194,17 +210,31 @@ def matmul(n: int, block: tuple[int, int, int]) -> dict:
             "peer": "numpy BLAS", "peer_gflops": flops / t["peer"] / 1e9, **ratios(t)}
 
 
-def measure(threads: int, quick: bool, torch) -> list[dict]:
-    """Every row with ``threads`` threads for tilec and torch alike."""
+def measure(threads: int, quick: bool, torch) -> dict:
+    """Every row with ``threads`` threads for tilec, torch and numpy's BLAS alike."""
     os.environ["TILEC_NUM_THREADS"] = str(threads)
     if torch is not None:
         torch.set_num_threads(threads)
     widths = [1024] if quick else [1024, 2048, 4096, 8192]
-    rows = [vector_add(1 << 24)]
-    rows += [softmax(4096, n, torch) for n in widths]
-    rows += [layer_norm(4096, n, torch) for n in widths]
-    rows += [matmul(1024, (64, 64, 32)), matmul(1024, (128, 128, 64))]
-    return rows
+    with blas_threads(threads) as limited:
+        rows = [vector_add(1 << 24)]
+        rows += [softmax(4096, n, torch) for n in widths]
+        rows += [layer_norm(4096, n, torch) for n in widths]
+        rows += [matmul(1024, (64, 64, 32)), matmul(1024, (128, 128, 64))]
+    return {"threads": threads, "blas_threads_limited": limited, "rows": rows}
+
+
+@contextlib.contextmanager
+def blas_threads(threads: int):
+    """numpy's BLAS limited to ``threads`` in the block (threadpoolctl's
+    ``threadpool_limits``); yields whether it could be."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield False
+        return
+    with threadpool_limits(threads, user_api="blas"):
+        yield True
 
 
 def main() -> None:
@@ -216,7 +246,7 @@ def main() -> None:
     torch = torch_or_none()
     load_before = os.getloadavg()
     counts = sorted({int(t) for t in opts.threads.split(",")})
-    runs = [{"threads": t, "rows": measure(t, opts.quick, torch)} for t in counts]
+    runs = [measure(t, opts.quick, torch) for t in counts]
     facts = host_target()
     result = {
         "benchmark": "kernels compiled for the host CPU against numpy / torch CPU",
@@ -225,7 +255,8 @@ def main() -> None:
         "numpy": np.__version__, "torch": getattr(torch, "__version__", None),
         "llvmlite": llvmlite_version(), "tree": git_commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "load_average_before_after": [load_before[0], os.getloadavg()[0]], "runs": runs,
+        "load_average_before_after": [load_before[0], os.getloadavg()[0]],
+        "peer_threads": {name: os.environ.get(name) for name in PEER_THREADS_IDLE}, "runs": runs,
     }
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     if opts.out.exists():  # host_tutorials.py's table, kept

@@ -196,9 +196,9 @@ def mirror_launches_on_cpu(jit_function_class) -> None:
             _TWINS.pop(self, None)
         interpreted = _interpret_on_copies(host_run, self, args, kwargs, grid)
         twin = _cpu_twin(self)
-        compiled = twin.compile(*args, target="cpu", **kwargs)
-        plan = twin.plan(args, kwargs)
-        backend("host").launcher().launch(compiled, normalize_grid(grid, plan.bound, self.__name__), plan.args)
+        plan, host = twin.plan(args, kwargs), backend("host").launcher()
+        compiled = twin.compile(*args, target=host.target(plan.args, None), **kwargs)  # cpu, or cpu-streaming
+        host.launch(compiled, normalize_grid(grid, plan.bound, self.__name__), plan.args)
         return interpreted  # the variant a plain run returns, which tests inspect
 
     jit_function_class.run = run

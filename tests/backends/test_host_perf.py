@@ -4,7 +4,8 @@ run in the calling thread or on the pool by the time the first one takes
 load in a short row loop stays a loop LLVM vectorizes (``tiles.vector_loop``);
 a reduction's tree gives the same bits whether its tile is loaded or a buffer;
 a program prefetches the next one's loads in its costly loop, where their
-pointers read no memory, and gives the interpreter's answer."""
+pointers read no memory and the launch streams, and gives the
+interpreter's answer either way."""
 from __future__ import annotations
 
 import itertools
@@ -21,7 +22,7 @@ import tilec
 import tilec.language as tl
 from helpers import PROPERTY
 from kernels.vector_add import add_kernel
-from tilec.backends.host import prefetch, threads
+from tilec.backends.host import STREAMING_TARGET, TARGET, prefetch, threads
 
 
 def ran_programs(total: int, first_seconds: float) -> tuple[list[int], set[str]]:
@@ -99,14 +100,15 @@ def tile_exp_2d(out_ptr, x_ptr, idx_ptr, n, ROWS: tl.constexpr, COLS: tl.constex
     tl.store(out_ptr + at, e / tl.sum(e, axis=1)[:, None], mask=cols[None, :] < n)
 
 
-def _cpu_llir(kernel, *args, **constexprs) -> str:
-    return kernel.compile(*args, target="cpu", **constexprs).asm["llir"]
+def _cpu_llir(kernel, *args, target=STREAMING_TARGET, **constexprs) -> str:
+    return kernel.compile(*args, target=target, **constexprs).asm["llir"]
 
 
 def test_the_next_programs_row_is_prefetched_in_the_exp_loop_only_where_its_pointers_read_no_memory():
     x = np.zeros((4, 256), np.float32)
     llir = _cpu_llir(row_softmax, x, x, 256, 256, BLOCK=256)
     assert "@llvm.prefetch" in llir
+    assert "@llvm.prefetch" not in _cpu_llir(row_softmax, x, x, 256, 256, target=TARGET, BLOCK=256)  # no streaming
     # one prefetch a chunk of 16 floats, in the loop of exp's scaling (vscalef / ldexp)
     loop = llir[llir.index("call void @llvm.prefetch"):]
     assert "ldexp" in loop[:loop.index("br ")] or "fmul" in loop[:loop.index("br ")]
@@ -120,25 +122,44 @@ def test_the_next_programs_row_is_prefetched_in_the_exp_loop_only_where_its_poin
 
 
 @settings(PROPERTY, max_examples=12)
-@given(rows=st.integers(1, 9), cols=st.integers(1, 300), data=st.data())
-def test_prefetching_programs_give_the_interpreters_answer(rows, cols, data):
+@given(rows=st.integers(1, 9), cols=st.integers(1, 300), dtype=st.sampled_from([np.float32, np.float64]),
+       data=st.data())
+def test_prefetching_programs_give_the_interpreters_answer(rows, cols, dtype, data):
     """Prefetches change no result: the softmax rows (any width, the last
     program's prefetch past the array) and 2-D tiles of a 2-D grid as the
-    interpreter computes them."""
-    x = data.draw(hnp.arrays(np.float32, (rows, cols), elements=st.floats(-20, 20, width=32)))
+    interpreter computes them, where the launch streams (the loop that
+    prefetches) and where it does not (the loop as before), bit for bit the
+    same either way."""
+    x = data.draw(hnp.arrays(dtype, (rows, cols), elements=st.floats(-20, 20, width=32)))
     block = max(16, 1 << (cols - 1).bit_length())
-    got, want = np.full_like(x, np.nan), np.full_like(x, np.nan)
-    compiled(row_softmax)[(rows,)](got, x, cols, cols, BLOCK=block)
+    want = np.full_like(x, np.nan)
     row_softmax[(rows,)](want, x, cols, cols, BLOCK=block)  # the suite's host launches: the interpreter
+    got = both_ways(lambda out: compiled(row_softmax)[(rows,)](out, x, cols, cols, BLOCK=block), x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     grid = (tilec.cdiv(cols, 32), tilec.cdiv(rows, 2))
-    padded = np.zeros((grid[1] * 2, cols), np.float32)
+    padded = np.zeros((grid[1] * 2, cols), dtype)
     padded[:rows] = x
     idx = np.arange(grid[1] * 2, dtype=np.int32)
-    got, want = np.full_like(padded, np.nan), np.full_like(padded, np.nan)
-    compiled(tile_exp_2d)[grid](got, padded, idx, cols, ROWS=2, COLS=32, GATHER=False)
+    want = np.full_like(padded, np.nan)
     tile_exp_2d[grid](want, padded, idx, cols, ROWS=2, COLS=32, GATHER=False)
+    got = both_ways(lambda out: compiled(tile_exp_2d)[grid](out, padded, idx, cols, ROWS=2, COLS=32, GATHER=False),
+                    padded)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # sums in the host's order
+
+
+def both_ways(launch, like: np.ndarray) -> np.ndarray:
+    """What ``launch(out)`` writes into ``out`` (like ``like``, NaN first) with
+    the launch streaming (``launcher.STREAM_BYTES`` 0) and not, the same bits."""
+    from tilec.backends.host import launcher
+
+    outs = []
+    for stream_bytes in (1 << 60, 0):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(launcher, "STREAM_BYTES", stream_bytes)
+            outs.append(np.full_like(like, np.nan))
+            launch(outs[-1])
+    np.testing.assert_array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8))
+    return outs[0]
 
 
 def compiled(kernel):

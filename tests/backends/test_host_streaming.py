@@ -12,7 +12,7 @@ import pytest
 import tilec
 import tilec.language as tl
 from backends.test_host_regressions import same_bits
-from tilec.backends.host import launcher, prefetch, streaming
+from tilec.backends.host import STREAMING_TARGET, TARGET, launcher, prefetch, streaming
 from tilec.backends.host.target import host_target
 
 X86 = host_target().triple.startswith("x86_64")
@@ -45,8 +45,8 @@ def compiled(kernel):
     return tilec.jit(kernel.fn, interpret=False)
 
 
-def _code(kernel, *args, debug=False, **constexprs) -> dict:
-    return kernel.compile(*args, target="cpu", debug=debug, **constexprs).asm
+def _code(kernel, *args, debug=False, target=STREAMING_TARGET, **constexprs) -> dict:
+    return kernel.compile(*args, target=target, debug=debug, **constexprs).asm
 
 
 def test_stores_of_long_contiguous_rows_get_a_non_temporal_path_and_no_others():
@@ -54,6 +54,8 @@ def test_stores_of_long_contiguous_rows_get_a_non_temporal_path_and_no_others():
     args = (x, x, 1024, 1024, 4, 1024)
     code = _code(rows_out, *args, ROWS=2, BLOCK=1024, HOLES=True, STEP=1)
     assert "!nontemporal" in code["llir"]
+    # the variant of launches that do not stream has no such path
+    assert "!nontemporal" not in _code(rows_out, *args, target=TARGET, ROWS=2, BLOCK=1024, HOLES=True, STEP=1)["llir"]
     if X86:  # aligned lines past the caches, and the fence after the programs
         assert "vmovntps" in code["asm"] and "sfence" in code["asm"]
     too_short = streaming.MIN_ROW_BYTES // 4 // 2  # float32 rows of half the bytes a row must have

@@ -55,3 +55,46 @@ def test_a_bad_access_through_a_cpu_tensor_is_caught_in_debug_mode():
     with compiled_by_default(), pytest.raises(InterpreterError, match="`output_ptr` \\+ 20 is past its 20 elements"):
         tilec.jit(debug=True)(add_kernel.fn)[(3,)](x, x, torch.empty(20), 40, BLOCK_SIZE=16)
     assert np.array_equal(x.numpy(), np.arange(40, dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_cpu_tensor_spec_agrees_with_classify_arg_or_leaves_the_tensor(dtype):
+    """The launch fast path's spec (``args._cpu_tensor_spec``): the key
+    ``classify_arg`` gives, and a numpy array over the tensor's memory; a
+    dtype numpy lacks (bf16), and a tensor numpy cannot view as it is (the
+    negative bit), go to the general path."""
+    import torch
+
+    from tilec.launch.args import SPECS, NotFast, classify_arg
+
+    base = tensor(torch, list(range(-8, 9)), dtype)
+    for t in (base, base[1:], base[::2]):  # aligned, 1 element off, strided
+        if dtype == "bfloat16":
+            with pytest.raises(NotFast):
+                SPECS[type(t)](t)
+            continue
+        key, value = SPECS[type(t)](t)
+        arg = classify_arg("x", t, False, "k")
+        assert key == arg.dispatch_key and value.__array_interface__ == arg.value.__array_interface__
+    negated = torch._neg_view(torch.ones(4))  # a view with the negative bit: numpy() refuses it
+    with pytest.raises(NotFast):
+        SPECS[type(negated)](negated)
+
+
+@given(sizes=st.lists(st.integers(1, 200), min_size=1, max_size=4), dtype=st.sampled_from(DTYPES))
+def test_later_launches_on_cpu_tensors_take_the_fast_path_with_the_same_results(sizes, dtype):
+    import torch
+
+    from tilec.launch.jit import JITFunction
+
+    k, general = tilec.jit(add_kernel.fn), []
+    run_general = JITFunction._run_general
+    with compiled_by_default(), mock.patch.object(JITFunction, "_run_general",
+                                                  lambda self, *a: general.append(a) or run_general(self, *a)):
+        for n in sizes * 2:
+            x, y = tensor(torch, [i - n // 2 for i in range(n)], dtype), tensor(torch, [3] * n, dtype)
+            out = torch.zeros(n, dtype=x.dtype)
+            k[(tilec.cdiv(n, 16),)](x, y, out, n, BLOCK_SIZE=16)
+            assert torch.equal(out, x + y)
+    fast = dtype != "bfloat16"  # bf16 travels as a view: the general path every time
+    assert len(general) == (len(k.cache) if fast else len(sizes) * 2)

@@ -103,9 +103,34 @@ def test_each_unspecialized_spec_agrees_with_classify_arg(fake_torch, value, kee
         assert packed(a, launch_value) == packed(a, a.value)
 
 
+_BYTES = np.zeros(64, np.uint8)
+#: Host arrays: aligned or not (views of one buffer), of numpy's dtypes.
+HOST_ARRAYS = [_BYTES[16:].view(np.float32), _BYTES[4:36].view(np.float32), _BYTES[16:48].view(np.float64),
+               _BYTES[1:9], _BYTES[2:10].view(np.int16), _BYTES[:16].view(np.bool_), np.zeros((3, 5), np.int64)]
+
+
+@pytest.mark.parametrize("value", HOST_ARRAYS, ids=lambda a: f"{a.dtype}@{a.__array_interface__['data'][0] % 16}")
+def test_the_host_array_spec_agrees_with_classify_arg(value):
+    key, launch_value = SPECS[type(value)](value)
+    assert key == classify_arg("x", value, False, "k").dispatch_key and launch_value is value
+
+
+class SubArray(np.ndarray):
+    """A subclass of numpy's array (as ``np.memmap`` is): not its exact type."""
+
+
+def bf16_array() -> list:
+    """A bf16 host array (ml_dtypes'; launched as an int16 view), where ml_dtypes is installed."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return []
+    return [np.zeros(4, ml_dtypes.bfloat16)]
+
+
 @pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e39, -1e39, 2**64, -2**63 - 1,
-                                   np.zeros(4, np.float32), FakeCudaArray(), NumbaLikeArray(), FakeTensor(device=None),
-                                   [1.0], object()],
+                                   np.zeros(4, np.float32).view(SubArray), *bf16_array(), FakeCudaArray(),
+                                   NumbaLikeArray(), FakeTensor(device=None), [1.0], object()],
                          ids=describe)
 def test_what_a_spec_cannot_judge_goes_to_the_general_path(fake_torch, value):
     with pytest.raises(NotFast):

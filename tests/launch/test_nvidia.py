@@ -59,7 +59,7 @@ def test_scalar_parameters():
 
 def test_unknown_target_lists_the_valid_ones():
     with pytest.raises(ValueError, match=re.escape("unknown target 'sm_75'; tilec compiles for host, sm_80, sm_86, "
-                                                   "sm_89, sm_90, sm_90a, cpu, aarch64, gfx90a")):
+                                                   "sm_89, sm_90, sm_90a, cpu, cpu-streaming, aarch64, gfx90a")):
         fresh(add_kernel).compile(*vectors(), target="sm_75")
     assert registry.target_names()[:len(ARCHS) + 2] == ("host",) + ARCHS + ("cpu",)
 

@@ -31,15 +31,15 @@ def vectors(n=256):
 
 
 def test_every_target_has_one_backend_and_an_unknown_one_is_refused():
-    assert registry.target_names() == ("host", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "cpu", "aarch64",
-                                       "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201")
+    assert registry.target_names() == ("host", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "cpu", "cpu-streaming",
+                                       "aarch64", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201")
     assert registry.backend_for("host") is registry.backend("interpreter")
     assert all(registry.backend_for(t) is registry.backend("nvidia") for t in registry.target_names()[1:6])
-    assert registry.backend_for("cpu") is registry.backend_for("aarch64") is registry.backend("host")
-    assert all(registry.backend_for(t) is registry.backend("amd") for t in registry.target_names()[8:])
+    assert all(registry.backend_for(t) is registry.backend("host") for t in ("cpu", "cpu-streaming", "aarch64"))
+    assert all(registry.backend_for(t) is registry.backend("amd") for t in registry.target_names()[9:])
     for bad in ("sm_75", "gfx908", "", None, ["host"]):
-        with pytest.raises(ValueError, match=r"unknown target .*; tilec compiles for host, sm_80, .*, sm_90a, cpu, aarch64, "
-                                             r"gfx90a, .*, gfx1201$"):
+        with pytest.raises(ValueError, match=r"unknown target .*; tilec compiles for host, sm_80, .*, sm_90a, cpu, "
+                                             r"cpu-streaming, aarch64, gfx90a, .*, gfx1201$"):
             registry.backend_for(bad)
 
 

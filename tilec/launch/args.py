@@ -36,9 +36,9 @@ it, the value the launcher passes, and where its memory lives.
 type, a function from a value to its ``dispatch_key`` and the value a launch
 passes, without building a ``KernelArg``.  A spec may only return the key
 ``classify_arg`` gives the value (``tests/launch/test_fast_path.py`` checks each
-against it); what it cannot decide cheaply -- an unknown type, a host array, a
-CPU tensor, a CUDA array that does not say its device, a float past f32's
-range, an int past 64 bits -- raises ``NotFast``
+against it); what it cannot decide cheaply -- an unknown type, a host array
+of a dtype numpy lacks, a CUDA array that does not say its device, a float
+past f32's range, an int past 64 bits -- raises ``NotFast``
 and the general path takes that launch, with its checks and error messages.
 """
 from __future__ import annotations
@@ -484,9 +484,12 @@ def _array_keys(dtype: Any, device: int) -> tuple[str, str]:
 
 def _torch_spec(t: Any) -> tuple[Hashable, Any]:
     """A CUDA tensor: its address and the key ``_torch_arg`` gives it, read
-    without ``t.device`` (which builds an object on every call)."""
-    if not t.is_cuda or rocm_torch():
-        raise NotFast  # a CPU tensor runs on the host, a ROCm one on AMD GPUs: through the general path
+    without ``t.device`` (which builds an object on every call); a CPU
+    tensor: ``_cpu_tensor_spec``."""
+    if not t.is_cuda:
+        return _cpu_tensor_spec(t)
+    if rocm_torch():
+        raise NotFast  # a ROCm tensor runs on AMD GPUs: through the general path
     address, dtype, device = t.data_ptr(), t.dtype, t.get_device()
     keys = _ARRAY_KEYS.get((dtype, device))  # _array_keys's lookup without its call: often four tensors a launch
     if keys is None:
@@ -506,6 +509,43 @@ def _cuda_array_spec(v: Any) -> tuple[Hashable, Any]:
         raise NotFast from None
     address = iface["data"][0]
     return _array_keys(iface["typestr"], int(device()[1]))[address % 16 == 0], address
+
+
+def _cpu_tensor_spec(t: Any) -> tuple[Hashable, Any]:
+    """A CPU tensor: the numpy array over its memory that ``_torch_arg``
+    passes, and the key it gives it.  A tensor of another device type, or
+    one numpy cannot view as it is (the negative bit), is left to the general
+    path, as ``_host_keys`` leaves dtypes numpy lacks."""
+    if not getattr(t, "is_cpu", False):
+        raise NotFast
+    keys = _host_keys(t.dtype)
+    try:
+        host = t.detach().numpy()
+    except RuntimeError:
+        raise NotFast from None
+    return keys[t.data_ptr() % 16 == 0], host
+
+
+_HOST_KEYS: dict[Any, tuple[str, str]] = {}
+
+
+def _host_keys(dtype: Any) -> tuple[str, str]:
+    """The dispatch keys of a host array of ``dtype`` (numpy's or torch's),
+    unaligned and 16-byte aligned; ``NotFast`` for a dtype numpy lacks (bf16,
+    fp8: passed as a view of another dtype by the general path)."""
+    keys = _HOST_KEYS.get(dtype)
+    if keys is None:
+        t = _elem_type_of(dtype, _dtype_name, "")
+        if t in _HOST_VIEWS:
+            raise NotFast
+        keys = _HOST_KEYS[dtype] = _key_pair(str(_pointer_to(t)), "host")
+    return keys
+
+
+def _numpy_spec(a: np.ndarray) -> tuple[Hashable, Any]:
+    """A numpy array: itself (the host launcher reads its address, size and
+    flags) and the key ``_numpy_arg`` gives it."""
+    return _host_keys(a.dtype)[a.__array_interface__["data"][0] % 16 == 0], a
 
 
 def _not_fast(v: Any) -> tuple[Hashable, Any]:
@@ -531,7 +571,8 @@ class _Specs(dict):
         return spec
 
 
-SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec, type(None): _none_spec})
+SPECS: dict[type, Spec] = _Specs({int: _int_spec, bool: _bool_spec, float: _float_spec, type(None): _none_spec,
+                                  np.ndarray: _numpy_spec})
 SPECS.update({np_type: _numpy_scalar_spec(t) for t, np_type in _NUMPY_SCALAR.items()})
 
 

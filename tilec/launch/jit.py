@@ -27,8 +27,10 @@ generated from the signature (``binder.make_specializer``) gives the dispatch
 keys and launch values, one lookup finds a remembered launch, and only the
 grid is left to normalize and the globals to compare.  Anything else -- a
 first launch, a binding error, a value only ``classify_arg`` can judge
-(``NotFast``) -- takes the general path, so every check and error message
-lives there alone.
+(``NotFast``), a remembered launch that declines (raises ``NotFast`` before
+it runs anything: the host's when ``TILEC_INTERPRET`` has been turned on
+since) -- takes the general path, so every check and error message lives
+there alone.
 
 A launcher (``registry.Launcher``) has ``target(args, device)``,
 ``default_target(args, device)`` (what ``compile`` picks), ``launch(compiled,
@@ -141,7 +143,10 @@ class JITFunction(KernelInterface):
             check_globals(self._global_reads, self.__name__)
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, given)))
-        launch(grid_dims(grid, self.__name__), values, stream)
+        try:
+            launch(grid_dims(grid, self.__name__), values, stream)
+        except NotFast:  # the launch declined before running anything (the host's, under TILEC_INTERPRET)
+            return self._run_general(args, kwargs, grid, options, stream, None)
         return compiled
 
     def warmup(self, *args: Any, grid: Grid = None, **kwargs: Any) -> CompiledKernel:
@@ -179,9 +184,11 @@ class JITFunction(KernelInterface):
         ``target`` is any target a backend compiles for (``"host"``, the
         interpreter; a GPU arch; ``"cpu"``: ``python -m tilec info`` lists
         them all); compiling for an arch needs no GPU.  Left out, it is where a
-        launch with these arguments would run: ``"host"`` for host arrays; for
-        GPU arrays their device's arch, or the GPU backend's default arch on a
-        machine with no usable GPU.  Launch options are keywords, as in a launch.
+        launch with these arguments would run: for host arrays ``"cpu"``
+        (``"cpu-streaming"`` where they exceed the last-level cache; ``"host"``,
+        the interpreter, under ``TILEC_INTERPRET``); for GPU arrays their
+        device's arch, or the GPU backend's default arch on a machine with no
+        usable GPU.  Launch options are keywords, as in a launch.
         """
         kwargs, options = self._take_options(kwargs)
         classified = self._classify(self._bind(args, kwargs))
@@ -212,8 +219,10 @@ class JITFunction(KernelInterface):
         grid = normalize_grid(grid, plan.bound, self.__name__)
         plan.launcher.launch(compiled, grid, plan.args, plan.device, stream)
         # Only under keys the classification agrees with: a spec that disagreed would cost speed, not a wrong
-        # variant.  The keys say the device (so it must be known), and an empty grid loaded nothing.
-        if keys is not None and plan.device is not None and 0 not in grid and keys == self._dispatch_keys(plan.args):
+        # variant.  The keys say the device (so it must be known; the host has one), and an empty grid loaded
+        # nothing.
+        known = plan.device is not None or plan.place == HOST_PLACE
+        if keys is not None and known and 0 not in grid and keys == self._dispatch_keys(plan.args):
             launch = plan.launcher.fast_launch(compiled, plan.args, plan.device)
             if launch is not None:
                 self._launches[(keys, options_key(options))] = (launch, compiled)

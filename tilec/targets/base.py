@@ -53,6 +53,11 @@ class Target:
     # whether one thread can copy a whole block of a described tensor to shared
     # memory and every thread wait on a barrier for it (``tma_copy``, ``tma_wait``)
     bulk_tensor_copies: bool = False
+    # LLVM's code model and relocation model for the machine code (llvmlite's
+    # names); the defaults are LLVM's for a JIT (on x86-64 the large model:
+    # each constant's address a 64-bit immediate, taking a register)
+    code_model: str = "jitdefault"
+    relocation: str = "default"
 
     @property
     def every_matrix_instruction(self) -> tuple[MatrixInstruction, ...]:
@@ -94,10 +99,10 @@ def _register_llvm_targets(llvm) -> None:
 
 
 @functools.cache
-def _machine(triple: str, cpu: str, features: str):
+def _machine(triple: str, cpu: str, features: str, code_model: str = "jitdefault", relocation: str = "default"):
     llvm = _llvm()
     return llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=CODEGEN_OPT_LEVEL
+        cpu=cpu, features=features, opt=CODEGEN_OPT_LEVEL, codemodel=code_model, reloc=relocation
     )
 
 
@@ -116,7 +121,7 @@ def optimize(module, target: "Target") -> None:
 def target_machine(target: Target):
     """The llvmlite TargetMachine for `target`, made once and reused (emission
     mutates modules, not the machine)."""
-    return _machine(target.triple, target.cpu, target.features)
+    return _machine(target.triple, target.cpu, target.features, target.code_model, target.relocation)
 
 
 def llvm_data_layout(triple: str, cpu: str, features: str) -> str:

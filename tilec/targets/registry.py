@@ -92,7 +92,9 @@ class Launcher(Protocol):
     def fast_launch(self, compiled: "CompiledKernel", args: Sequence["KernelArg"],
                     device: int) -> Optional[Callable[..., None]]:
         """A function of (grid, every bound argument's launch value, stream) for later
-        launches of ``compiled`` on arrays like ``args``, or None (general path only)."""
+        launches of ``compiled`` on arrays like ``args``, or None (general path only).
+        The function may decline a launch by raising ``launch.args.NotFast``
+        before it runs anything: the general path then takes it."""
 
     def device_name(self, args: Sequence["KernelArg"], device: Optional[int]) -> Optional[str]:
         """The name of the device ``args`` live on (a tuning result is kept per device),

@@ -28,14 +28,19 @@ from tilec.targets.registry import HOST_PLACE, Backend, Launcher, Stage
 
 #: The host backend's target: this process's CPU.
 TARGET = "cpu"
+#: The same CPU, for launches whose arrays exceed the last-level cache: its
+#: variants have the streaming paths (``streaming.py``, ``prefetch.py``),
+#: which ``TARGET``'s leave out.
+STREAMING_TARGET = "cpu-streaming"
 #: The targets it cross-compiles for (``target.CROSS_TRIPLES``; object code, run only on their CPU).
 CROSS_TARGETS = ("aarch64",)
 
 
 class HostBackend(Backend):
-    """The host CPU: compiles for ``"cpu"`` (and ``CROSS_TARGETS``) and runs host arrays."""
+    """The host CPU: compiles for ``"cpu"``, ``"cpu-streaming"`` (and
+    ``CROSS_TARGETS``) and runs host arrays."""
 
-    targets = (TARGET, *CROSS_TARGETS)
+    targets = (TARGET, STREAMING_TARGET, *CROSS_TARGETS)
     default_target = TARGET
     places = (HOST_PLACE,)
     default_stage = "asm"

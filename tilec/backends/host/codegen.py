@@ -78,7 +78,7 @@ class HostCtx:
     every value, which decide when a tile is made a buffer."""
 
     def __init__(self, fn: Function, target: Target, lowering: Any, module: llir.Module,
-                 kernel: llir.Function, float_flags: tuple[str, ...], debug: bool = False):
+                 kernel: llir.Function, float_flags: tuple[str, ...], debug: bool = False, streams: bool = True):
         self.fn, self.target, self.lowering, self.module = fn, target, lowering, module
         self.kernel = kernel
         self._allocas = kernel.append_basic_block("allocas")
@@ -94,10 +94,10 @@ class HostCtx:
         self._top = set(fn.body.ops)  # the kernel's own block: its loops run once a program
         self._current: Op | None = None  # the op being lowered
         self.relowering = False  # prefetch.next_pointers at work
-        self._prefetches = prefetch.prefetchable_loads(fn)  # prefetch.py: still to place, once
+        self._prefetches = prefetch.prefetchable_loads(fn) if streams else []  # prefetch.py: still to place, once
         self._axes = None  # opt.axis_info's facts, when first asked
-        self.may_stream = not any(isinstance(op, (ir.AtomicRMW, ir.AtomicCAS)) or isinstance(op, ir.Load)
-                                  and op.volatile for op in ir.walk(fn.body))  # streaming.py
+        self.may_stream = streams and not any(isinstance(op, (ir.AtomicRMW, ir.AtomicCAS)) or isinstance(op, ir.Load)
+                                              and op.volatile for op in ir.walk(fn.body))  # streaming.py
         with self.in_prologue():
             flag = kernel.args[len(fn.args) + debug]
             self.streaming = self.b.icmp_unsigned("!=", flag, flag.type(0))
@@ -131,10 +131,18 @@ class HostCtx:
 
     def _write_prefetching(self, tile: Tile, buf: Buffer) -> bool:
         """``tile`` written into ``buf`` by a loop that prefetches the next
-        program's loads (``prefetch.py``); False where it cannot."""
-        pointers = prefetch.next_pointers(self, self._prefetches)
-        if not pointers or not prefetch.write_prefetching(self, tile, buf, pointers):
+        program's loads where the launch streams, as before where it does
+        not (``prefetch.py``); False where it cannot."""
+        if not prefetch.line_chunk(tile):
             return False
+        pointers = prefetch.next_pointers(self, self._prefetches)
+        if not pointers:
+            return False
+        with self.b.if_else(self.streaming) as (streams, stays):
+            with streams:
+                prefetch.write_prefetching(self, tile, buf, pointers)
+            with stays:
+                write(self, tile, buf)
         self._prefetches = []
         return True
 
@@ -298,9 +306,11 @@ def kernel_params(fn: Function, debug: bool) -> list[llir.Type]:
             + [llir.IntType(32)] * len(GRID_PARAMS))
 
 
-def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True, debug: bool = False) -> HostKernel:
+def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True, debug: bool = False,
+          streams: bool = True) -> HostKernel:
     """The LLVM module of kernel ``fn`` for the host ``target`` (module
-    docstring), checking every access under ``debug`` (``bounds.py``)."""
+    docstring), checking every access under ``debug`` (``bounds.py``), with
+    the streaming paths (``streaming.py``, ``prefetch.py``) where ``streams``."""
     from tilec.backends.host import rules_control, rules_dot, rules_memory, rules_reduce, rules_values  # noqa: F401 (rules)
 
     module = llir.Module(fn.name)
@@ -308,7 +318,7 @@ def lower(fn: Function, target: Target, lowering: Any, fp_fusion: bool = True, d
     kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), kernel_params(fn, debug)), fn.name)
     for a in kernel.args[:len(fn.args)]:
         a.add_attribute("noundef")
-    ctx = HostCtx(fn, target, lowering, module, kernel, ("contract",) if fp_fusion else (), debug)
+    ctx = HostCtx(fn, target, lowering, module, kernel, ("contract",) if fp_fusion else (), debug, streams)
     for a, p in zip(fn.args, kernel.args):
         p.name = fn.arg_names[a.index] if a.index < len(fn.arg_names) else f"arg{a.index}"
         is_bool = isinstance(a.type, ScalarType) and a.type.is_bool

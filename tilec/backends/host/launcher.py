@@ -12,7 +12,13 @@ flag says whether the arrays together exceed the last-level cache (stores
 of large outputs then stream past it: ``streaming.py``), and the programs
 run on this process's threads (``threads.py``); ctypes lets go of the GIL
 for the call.  A launch is synchronous: a ``stream=`` has nothing
-to order.
+to order.  A launch whose arrays exceed the last-level cache runs the
+variant of target ``cpu-streaming`` (``target``), whose large stores
+stream and which prefetches the next program's loads; any other runs
+``cpu``'s, which has neither.  Later launches of a variant on numpy arrays
+(and CPU tensors) take ``jit.py``'s
+fast path (``fast_launch``): the same ``run`` on the values the generated
+specializer hands over, without binding and classifying them again.
 
 Under ``debug=True`` (``@jit(debug=True)`` or the launch's keyword) every
 access is checked against the arrays passed, whose spans the launch hands
@@ -43,12 +49,15 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
+from tilec import environment
 from tilec.errors import TilecError
 from tilec.ir.types import PointerType, Type
-from tilec.launch.args import KernelArg, host_array
+from tilec.launch.args import KernelArg, NotFast, host_array
 from tilec.launch.compiler import CompiledKernel
 from tilec.targets.base import CODEGEN_OPT_LEVEL
-from tilec.backends.host import TARGET
+from tilec.backends.host import STREAMING_TARGET, TARGET
 from tilec.backends.host.bounds import Table
 from tilec.backends.host.grid import GRID_SUFFIX
 from tilec.backends.host.target import host_target, target_facts
@@ -64,13 +73,11 @@ class LoadedKernel:
     """A variant's code in this process: ``entry`` (its ``<kernel>_grid``, a
     ctypes function) is valid while ``engine``, the MCJIT engine holding it,
     lives; ``converters`` turn each IR argument's launch value into what
-    ``entry`` takes (``entry_converter``); ``arrays`` are the places of
-    the pointer arguments."""
+    ``entry`` takes (``entry_converter``)."""
 
     engine: Any
     entry: Callable[..., None]
     converters: tuple[Callable[[Any], int], ...]
-    arrays: tuple[int, ...]
 
 
 def streaming(nbytes: int) -> bool:
@@ -105,8 +112,15 @@ def last_level_cache_bytes() -> int:
 
 
 def target(args: Sequence[KernelArg], device: Optional[int]) -> str:
-    """Host arrays run code compiled for this CPU (``target.py``)."""
-    return TARGET
+    """Host arrays run code compiled for this CPU (``target.py``): where they
+    stream (``streaming``), the variant with the streaming paths."""
+    arrays = [array for array in map(host_array, args) if array is not None]
+    return STREAMING_TARGET if streaming(array_bytes(arrays)) else TARGET
+
+
+def array_bytes(values: Sequence[Any]) -> int:
+    """The bytes of the numpy arrays among a launch's ``values``."""
+    return sum(v.nbytes for v in values if isinstance(v, np.ndarray))
 
 
 default_target = target  # what kernel.compile picks for host arrays: the same
@@ -117,25 +131,47 @@ def device_name(args: Sequence[KernelArg], device: Optional[int]) -> None:
     return None
 
 
-def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg], device: Optional[int]) -> None:
-    """None: host launches take the general path."""
-    return None
+def fast_launch(compiled: CompiledKernel, args: Sequence[KernelArg],
+                device: Optional[int]) -> Optional[Callable[..., None]]:
+    """What ``jit.py``'s fast path calls for later launches of ``compiled`` on
+    arrays like ``args``: ``run`` on the values of the kernel's IR arguments,
+    picked from the launch's by position.  It declines (``NotFast``) once
+    ``TILEC_INTERPRET`` is on, which sends the launch to the interpreter, and
+    where the arrays stream and the variant's do not or the other way round
+    (``target``: the general path takes the other variant).  None under
+    ``debug``: each launch makes its table of spans (``bounds.py``)."""
+    if compiled.options.debug:
+        return None
+    position = {a.name: i for i, a in enumerate(args)}
+    picks = [position[name] for name in compiled.fn.arg_names]
+    streams = compiled.target == STREAMING_TARGET
+
+    def launch_fast(grid: tuple[int, int, int], values: Sequence[Any], stream: Any) -> None:
+        arrays = [values[i] for i in picks]
+        if environment.interpret() or streaming(array_bytes(arrays)) != streams:
+            raise NotFast
+        run(compiled, grid, arrays)
+    return launch_fast
 
 
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[KernelArg],
            device: Optional[int] = None, stream: Any = None) -> None:
     """Run ``compiled`` over ``grid`` (three ints >= 0) on host arrays, writing
     them in place (``device`` and ``stream`` mean nothing on the host)."""
-    refuse_read_only(compiled, args)
+    run(compiled, grid, compiled.runtime_args(args))
+
+
+def run(compiled: CompiledKernel, grid: tuple[int, int, int], arrays: list) -> None:
+    """Run ``compiled`` over ``grid`` on the launch values of its IR arguments, in order."""
+    refuse_read_only(compiled, arrays)
     total = grid[0] * grid[1] * grid[2]
     if total == 0:
         return  # an empty grid launches no program
     loaded = compiled.runtime.get(TARGET) or load(compiled)
-    arrays = compiled.runtime_args(args)
     values = [convert(v) for convert, v in zip(loaded.converters, arrays)]
     table = Table(compiled.fn, arrays) if compiled.options.debug else None
     hidden = [table.address] if table is not None else []
-    hidden.append(streaming(sum(arrays[i].nbytes for i in loaded.arrays)))
+    hidden.append(streaming(array_bytes(arrays)))
     run_programs(lambda first, last: loaded.entry(*values, *hidden, *grid, first, last), total,
                  compiled.metadata.shared if compiled.metadata else 0)
     if table is not None:
@@ -180,15 +216,15 @@ def load(compiled: CompiledKernel) -> LoadedKernel:
         cpu=facts.cpu, features=facts.features, opt=CODEGEN_OPT_LEVEL)
     empty = llvm.parse_assembly("")
     empty.triple = facts.triple
-    engine = llvm.create_mcjit_compiler(empty, machine)
+    # llvmlite's memory manager puts the object's sections in one block: the code's 32-bit offsets reach its data
+    engine = llvm.create_mcjit_compiler(empty, machine, use_lmm=True)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     hidden = [ctypes.c_void_p] * compiled.options.debug + [ctypes.c_uint8]  # the bounds table, streaming
     signature = ctypes.CFUNCTYPE(None, *[_entry_ctype(a.type) for a in compiled.fn.args], *hidden,
                                  *[ctypes.c_int32] * 3, ctypes.c_int64, ctypes.c_int64)
     loaded = LoadedKernel(engine, signature(engine.get_function_address(compiled.name + GRID_SUFFIX)),
-                          tuple(entry_converter(a.type) for a in compiled.fn.args),
-                          tuple(i for i, a in enumerate(compiled.fn.args) if isinstance(a.type, PointerType)))
+                          tuple(entry_converter(a.type) for a in compiled.fn.args))
     compiled.runtime[TARGET] = loaded
     return loaded
 
@@ -246,11 +282,12 @@ def undefined_symbols(obj: bytes) -> list[str]:
             if section == 0 and at]
 
 
-def refuse_read_only(compiled: CompiledKernel, args: Sequence[KernelArg]) -> None:
-    """A ValueError naming the first read-only host array the kernel may write."""
+def refuse_read_only(compiled: CompiledKernel, arrays: Sequence[Any]) -> None:
+    """A ValueError naming the first read-only host array the kernel may
+    write, among ``arrays``, the launch values of its IR arguments."""
     from tilec.opt.written_pointers import refuse_read_only_arrays
 
-    arrays = [host_array(a) for a in args]
-    if all(array is None or array.flags.writeable for array in arrays):
+    if all(not isinstance(a, np.ndarray) or a.flags.writeable for a in arrays):
         return  # the usual case, at the cost of a flag an array
-    refuse_read_only_arrays(compiled.name, compiled.fn, [(a.name, array) for a, array in zip(args, arrays)])
+    refuse_read_only_arrays(compiled.name, compiled.fn, [(name, a if isinstance(a, np.ndarray) else None)
+                                                         for name, a in zip(compiled.fn.arg_names, arrays)])

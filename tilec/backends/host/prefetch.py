@@ -11,13 +11,18 @@ memory from the start (softmax at 4096 columns: its load pass read at
 So the program asks for the next one's tiles ahead: a load of the kernel's
 own block (not in a loop or a branch) whose pointers come from the
 arguments, the program's ids and constants alone (``ADDRESS_OPS``, no
-memory read) has its pointer tile lowered again for the next program of
-the grid entry's order (x fastest; where the launch streams, the program
-``LEAD_BYTES`` of such loads ahead: ``programs_ahead``), and the first loop that writes a
-costly tile computed without reading memory (``HostCtx.materialize`` of a
-tile of ``PREFETCH_COST`` or more: softmax's exp) prefetches that tile's
-cache lines into L2, a few every vector of the loop, spread over its whole
-length (``write_prefetching``).  A prefetch never faults, so the last
+memory read) has its pointer tile lowered again for the program
+``LEAD_BYTES`` of such loads ahead in the grid entry's order (x fastest:
+``programs_ahead``), and the first loop that writes a costly tile computed
+without reading memory (``HostCtx.materialize`` of a tile of
+``PREFETCH_COST`` or more: softmax's exp) prefetches that tile's cache
+lines into L2, a few every vector of the loop, spread over its whole
+length (``write_prefetching``).  It does so only where the launch streams
+(its arrays exceed the last-level cache, so the loads come from memory:
+``streaming.py``: the variants of target ``cpu-streaming``, on the
+streaming flag's branch); otherwise the loop writes the tile as before:
+from the last-level cache the hardware prefetchers keep up, and the
+prefetches cost softmax 4% at 1024 columns.  A prefetch never faults, so the last
 program's prefetches past its arrays do no harm.  Kernels without such a
 loop, or without such a load, are code as before.
 """
@@ -105,14 +110,11 @@ def next_program_ids(ctx: "HostCtx", ahead: llir.Value) -> list[llir.Value]:
     return [b.select(wrap_x, b.sub(nx, gx), nx), b.select(wrap_y, y.type(0), ny), nz, gx, gy, gz]
 
 
-def programs_ahead(ctx: "HostCtx", loads: list[ir.Load]) -> llir.Value:
-    """How many programs ahead the prefetched loads are (i32): one, or where
-    the launch streams (its arrays exceed the last-level cache, so the loads
-    come from memory: ``streaming.py``) enough for ``LEAD_BYTES`` of them."""
+def programs_ahead(loads: list[ir.Load]) -> llir.Value:
+    """How many programs ahead the prefetched loads are (i32): enough for
+    ``LEAD_BYTES`` of them, at least one."""
     tile_bytes = sum(numel(load.result.type.shape) * _bytes(memory_type(elem_type(load.result.type))) for load in loads)
-    lead = max(1, -(-LEAD_BYTES // max(1, tile_bytes)))
-    i32 = llir.IntType(32)
-    return i32(1) if lead == 1 else ctx.b.select(ctx.streaming, i32(lead), i32(1))
+    return llir.IntType(32)(max(1, -(-LEAD_BYTES // max(1, tile_bytes))))
 
 
 def next_pointers(ctx: "HostCtx", loads: list[ir.Load]) -> list[Tile]:
@@ -125,7 +127,7 @@ def next_pointers(ctx: "HostCtx", loads: list[ir.Load]) -> list[Tile]:
     ops = _slice([load.ptr for load in loads])
     saved_env, saved_grid = ctx.env, ctx.grid
     ctx.env = {a: saved_env[a] for a in fn.args}
-    ctx.grid = next_program_ids(ctx, programs_ahead(ctx, loads))
+    ctx.grid = next_program_ids(ctx, programs_ahead(loads))
     ctx.relowering = True
     try:
         for op in fn.body.ops:
@@ -138,18 +140,23 @@ def next_pointers(ctx: "HostCtx", loads: list[ir.Load]) -> list[Tile]:
         ctx.env, ctx.grid, ctx.relowering = saved_env, saved_grid, False
 
 
-def write_prefetching(ctx: "HostCtx", tile: Tile, buf: Buffer, pointers: list[Tile]) -> bool:
-    """Store every element of ``tile`` into ``buf`` (``tiles.write``), each
-    cache line's worth of the innermost dim a loop of its own after the
-    prefetches of the next lines of ``pointers``' tiles: their lines spread
-    evenly over the whole loop.  False (nothing emitted) where the innermost
-    dim is not a whole number of at least two such chunks."""
-    b = ctx.b
+def line_chunk(tile: Tile) -> int:
+    """The elements of ``tile`` in a cache line, where its innermost dim is a
+    whole number of at least two such chunks (``write_prefetching`` can write
+    it); else 0."""
     chunk = max(1, LINE // _bytes(memory_type(tile.elem)))
     inner = tile.shape[-1] if tile.shape else 1
-    if inner % chunk or inner < 2 * chunk:
-        return False
-    outer = tile.shape[:-1] + (inner // chunk,)
+    return chunk if inner % chunk == 0 and inner >= 2 * chunk else 0
+
+
+def write_prefetching(ctx: "HostCtx", tile: Tile, buf: Buffer, pointers: list[Tile]) -> None:
+    """Store every element of ``tile`` into ``buf`` (``tiles.write``), each
+    cache line's worth of the innermost dim (``line_chunk``, nonzero) a loop
+    of its own after the prefetches of the next lines of ``pointers``'
+    tiles: their lines spread evenly over the whole loop."""
+    b = ctx.b
+    chunk = line_chunk(tile)
+    outer = tile.shape[:-1] + (tile.shape[-1] // chunk,)
     chunks = numel(outer)
     plans = []  # (pointer tile, elements a line, lines a row, lines, lines each chunk)
     for p in pointers:
@@ -180,7 +187,6 @@ def write_prefetching(ctx: "HostCtx", tile: Tile, buf: Buffer, pointers: list[Ti
             b.store(to_memory(ctx, tile.at(ctx, at), tile.elem), element_pointer(ctx, buf, at))
         counted_loop(b, I64(chunk), element)
     for_each(ctx, outer, body)
-    return True
 
 
 def _prefetch_intrinsic(ctx: "HostCtx", pointers: Tile) -> llir.Function:

@@ -38,6 +38,7 @@ from tilec.ir.core import Function
 from tilec.launch.compiler import CompiledKernel, KernelMetadata, Options, run_stages
 from tilec.targets.base import Target, optimize, target_machine
 from tilec.targets.registry import Stage
+from tilec.backends.host import TARGET
 from tilec.backends.host.target import host_target, target_facts
 
 
@@ -50,6 +51,9 @@ class Build:
     options: Options
     metadata: KernelMetadata
     llir: str = ""  # the optimized LLVM IR (a cross target's object code is made from it)
+    #: whether the code has the streaming paths: ``STREAMING_TARGET``'s and the
+    #: cross targets' (the object CI checks: all the code), not ``TARGET``'s
+    streams: bool = True
 
 
 def lower_to_llvm(fn: Function, build: Build) -> str:
@@ -63,18 +67,41 @@ def lower_to_llvm(fn: Function, build: Build) -> str:
     target = build.target
     debug = build.options.debug
     legal = widen_fp8_dots(fn, target.every_matrix_instruction)
-    kernel = lower(legal, target, HostLowering(target), build.options.enable_fp_fusion, debug)
+    kernel = lower(legal, target, HostLowering(target), build.options.enable_fp_fusion, debug, build.streams)
     check_stack(fn.name, kernel.stack_bytes, target)
     build.metadata.shared_bytes = kernel.stack_bytes
     module = target.parse(kernel.llir)
     module.link_in(target.parse(grid_entry(fn, target, debug)))
     if libcalls.needed(kernel.llir):
         module.link_in(target.parse(libcalls.module(target)))
-    module.get_function(fn.name).linkage = "internal"
+    kernel_fn = module.get_function(fn.name)
+    kernel_fn.linkage = "internal"
+    # inlined into the grid entry by O3's first pass, so that its function passes simplify the kernel once:
+    # inlined by the call-graph passes, it was simplified alone first and then again in the grid entry
+    kernel_fn.add_function_attribute("alwaysinline")
     optimize(module, target)
+    calls_outside_through_the_got(module, target)
     module.verify()
     build.llir = str(module)
     return build.llir
+
+
+#: The module flag that makes LLVM's own library calls (``memset``, the f16
+#: conversions) go through the global offset table, as ``-fno-plt`` does.
+RTLIB_USE_GOT = '!llvm.module.flags = !{!0}\n!0 = !{i32 7, !"RtLibUseGOT", i32 1}\n'
+
+
+def calls_outside_through_the_got(module, target: Target) -> None:
+    """Every call to a function outside the object (the C library's, LLVM's
+    runtime routines) made through a GOT entry (``call *expf@GOTPCREL(%rip)``),
+    not a PLT stub: MCJIT's loader counts the GOT entries when it reserves the
+    object's memory in one block (which the small code model needs,
+    ``target.py``), but not those its PLT stubs take, and the launcher's
+    memory manager stops the process on memory it did not reserve."""
+    module.link_in(target.parse(RTLIB_USE_GOT))
+    for f in module.functions:
+        if f.is_declaration and not f.name.startswith("llvm."):
+            f.add_function_attribute("nonlazybind")
 
 
 def check_stack(kernel: str, nbytes: int, target: Target) -> None:
@@ -146,6 +173,7 @@ def compile_for_cpu(compiled: CompiledKernel, assembly: bool = True) -> None:
     target: ``target.target_facts``), filling ``compiled.asm``; without
     ``assembly``, all but the assembly text (LLVM's code generator runs once,
     for the object: what a compile check needs)."""
-    build = Build(target_facts(compiled.target), compiled.options, compiled.metadata)
+    build = Build(target_facts(compiled.target), compiled.options, compiled.metadata,
+                  streams=compiled.target != TARGET)
     run_stages(compiled, STAGES if assembly else OBJECT_STAGES, build)
 

@@ -16,8 +16,15 @@ talk between programs (no atomic, no volatile load: a non-temporal store is
 ordered only by a fence, which the grid entry makes once, after its
 programs), compiled without bounds checks.
 
-The kernel takes a flag from the launcher (``codegen.STREAM_PARAM``); such
-a store runs one of two ways on it: as before, or (``store_streaming``)
+Only the variants of target ``cpu-streaming`` have these paths (and the
+cross targets', whose objects CI checks): the launcher picks that target
+for a launch whose arrays exceed the last-level cache (``launcher.target``),
+``cpu`` otherwise, so a kernel never launched on that much data never
+compiles them (the vector add tutorial's cold compile: LLVM's time 0.14 ->
+0.06 s).  In such a variant the kernel still takes the launcher's flag
+(``codegen.STREAM_PARAM``; a variant launched directly, as the tests do, on
+arrays that do not stream gets it clear), and such a store runs one of two
+ways on it: as before, or (``store_streaming``)
 each row as three parts: the elements before its first 64-byte boundary
 and after its last one by ordinary stores, and the whole lines between in
 chunks of ``CHUNK_LINES``: a chunk's elements and mask computed into a
