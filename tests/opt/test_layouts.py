@@ -25,6 +25,7 @@ from tilec.ir.layouts import (
     root_layout, root_shape, thread_bits, vector_runs,
 )
 from tilec.ir.layouts_nvidia import DotOperand, Mma
+from tilec.ir.printer import print_function
 from tilec.ir.verify import verify_function
 from tilec.backends.nvidia.layouts import assign_layouts
 from tilec.backends.nvidia.target import WARP_SIZE, nvptx_target
@@ -131,6 +132,43 @@ def test_loop_carried_values_keep_one_layout_without_conversions():
     want = "tile<256xf32, blocked<[2], [32], [4], [0]>>"
     assert got["%z"] == got["%acc"] == got["%b"] == want
     assert "convert_layout" not in text
+
+
+@tilec.jit
+def two_tiles_advanced(a_ptr, b_ptr, out_ptr, n, B: tl.constexpr):
+    """``a`` read along rows, ``b`` (same tile shape) along columns, both
+    through pointer tiles advanced in the loop."""
+    r = tl.arange(0, B)
+    pa = a_ptr + r[:, None] * B + r[None, :]
+    pb = b_ptr + r[:, None] + r[None, :] * B
+    acc = tl.zeros((B, B), tl.float32)
+    for _ in range(n):
+        acc += tl.load(pa) + tl.load(pb)
+        pa += B * B
+        pb += B * B
+    tl.store(out_ptr + r[:, None] * B + r[None, :], acc)
+
+
+def test_a_carried_pointer_tile_takes_its_accesses_layout_not_its_shapes():
+    """``pb`` shares its shape with ``pa``, whose access came first: carried in
+    the shape's layout it was converted (through shared memory, 8 bytes an
+    element) at every iteration; it is carried in its own access's layout,
+    and only the loaded values meet in one."""
+    B, n = 32, 3
+    a = np.arange(n * B * B, dtype=np.float32)
+    b = -np.arange(n * B * B, dtype=np.float32)
+    out = np.zeros((B, B), np.float32)
+    fn = four_warps(two_tiles_advanced.compile(a, b, out, n, B=B, target="host").fn)
+    text = print_function(fn)
+    loop = text.split(" = for ", 1)[1].split("\n  }", 1)[0]
+    moved = [line for line in loop.splitlines() if "convert_layout" in line]
+    assert len(moved) == 1 and "xf32" in moved[0], loop  # b's values meet a's; no pointer tile moves
+    got = layouts_of(text)
+    pb = next(v for v in got if v.startswith("%pb") and "ptr" in got[v] and "blocked<[4, 1]" in got[v])
+    assert pb  # the column-wise access's layout: a thread's vector along dim 0
+    want = sum(a.reshape(n, B, B)[i] + b.reshape(n, B, B)[i].T for i in range(n))
+    two_tiles_advanced[(1,)](a, b, out, n, B=B)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_scan_holds_its_axis_in_each_thread():

@@ -25,7 +25,9 @@ Three steps:
    ``expand_dims`` of a slice gives the parent back) or from 1/2, and
    converts any operand that arrives in another layout; a tile made from
    scalars and aranges is made again in the layout wanted instead of moved.
-   Loop-carried values keep their initial value's layout.
+   Loop-carried values keep their initial value's layout; a carried pointer
+   tile wants the layout of the access in the loop that uses it, so its
+   initial value is made (or converted once) in that layout.
 
 Ops whose codegen moves elements through shared memory anyway (``dot``,
 ``reshape``, ``permute``, ``join``, ``split``) take operands in any layout;
@@ -265,6 +267,9 @@ def _wanted_layouts(fn: Function, prefs: _PreferredLayouts, derived: dict[Value,
 
     def visit(block: Block, parent: Optional[Op]) -> None:
         for op in reversed(block.ops):
+            if isinstance(op, ir.For):
+                for arg, layout in _carried_access_layouts(op, prefs).items():
+                    wants.setdefault(arg, layout)
             for region in reversed(op.regions):
                 visit(region, op)
             for operand, layout in _demands(op, parent, want_of, prefs):
@@ -275,6 +280,21 @@ def _wanted_layouts(fn: Function, prefs: _PreferredLayouts, derived: dict[Value,
 
     visit(fn.body, None)
     return wants
+
+
+def _carried_access_layouts(loop: ir.For, prefs: _PreferredLayouts) -> dict[Value, Layout]:
+    """Loop-carried pointer tiles that a memory op of the loop's body reads
+    or writes through directly, each with that access's layout (the first
+    such access's).  Walking backwards, the ``yield`` of the advanced pointer
+    comes before the access: without this the carried tile would take its
+    shape's layout and be converted at every iteration (a ``b`` stored along
+    K beside an ``a`` of the same shape stored along rows)."""
+    carried = {arg for arg in loop.body.args[1:] if isinstance(arg.type, TileType)}
+    found: dict[Value, Layout] = {}
+    for op in ir.walk(loop.body):
+        if isinstance(op, MEMORY_OPS) and op.ptr in carried and op.ptr not in found:
+            found[op.ptr] = prefs.access(op)
+    return found
 
 
 def _demands(op: Op, parent: Optional[Op], want_of: Callable,
