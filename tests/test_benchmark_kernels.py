@@ -153,3 +153,12 @@ def test_matmul_times_fp8_with_twice_the_k_a_step_unless_told():
     assert all(a.block_k == 2 * b.block_k and a._replace(block_k=b.block_k) == b for a, b in zip(fp8, fp16))
     chosen = matmul.options(["--dtypes", "float8_e5m2", "--configs", "256,128,128,8,8,3"])
     assert [str(c) for c in matmul.configs_for("float8_e5m2", chosen.configs)] == ["256x128x128 g8 w8 s3"]
+
+
+def test_matmul_refuses_descriptors_with_fp8_naming_why(capsys):
+    from benchmarks import matmul
+
+    with pytest.raises(SystemExit) as exit_info:
+        matmul.options(["--descriptors", "--dtypes", "float8_e4m3fn"])
+    assert exit_info.value.code == 2
+    assert "--descriptors takes float16 and bfloat16" in capsys.readouterr().err
