@@ -184,3 +184,18 @@ def test_8bit_matmul_is_exact_on_the_gpu(torch, request, dtype, b_along_k, confi
     torch.cuda.synchronize()
     want = (a.cpu().long() @ b.cpu().long()).numpy()
     np.testing.assert_array_equal(c.cpu().long().numpy(), want)
+
+
+@pytest.mark.parametrize("config", [(128, 256, 64, 8, 8, 3), (256, 128, 64, 8, 8, 3), (64, 128, 32, 8, 4, 2)],
+                         ids=lambda c: "_".join(map(str, c)))
+def test_a_k_loop_of_no_iteration_leaves_the_accumulators_start(torch, config):
+    """K = 0: the loop runs no iteration and ``c`` is the accumulator's start,
+    zeros, which on sm_90a come from one inline asm before the loop's guard
+    (``wgmma.lower_loop_accumulator``), the same registers the loop's
+    ``wgmma`` would have accumulated into."""
+    a = torch.randn((300, 0), device="cuda").half()
+    b = torch.randn((0, 260), device="cuda").half()
+    c = torch.full((300, 260), float("nan"), device="cuda", dtype=torch.float16)
+    launch_matmul(matmul_kernel, a, b, c, "", **matmul_config(config))
+    torch.cuda.synchronize()
+    assert bool((c == 0).all())
