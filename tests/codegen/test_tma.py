@@ -41,6 +41,7 @@ def test_descriptor_blocks_are_copied_by_the_accelerator(arch):
     assert params == [str(own), str(own + 1), str(own + 2)]  # after the kernel's own parameters
     slots = 4 if arch == "sm_90a" else 3  # a warpgroup dot left running takes one more slot
     assert ptx.count("mbarrier.init.shared::cta.b64") == 2 * slots
+    assert ptx.count("mbarrier.inval.shared::cta.b64") == 2 * slots  # after the loop, before the bytes are reused
     copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes", ptx)
     assert len(copies) == 3 * 3  # a and b's two atoms, in the prologue's two iterations and the loop
     announced = re.findall(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%rd\d+\], (\d+);", ptx)

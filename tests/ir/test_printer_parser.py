@@ -226,6 +226,7 @@ func @gpu_ops(%x: ptr<f16>, %slot: i32) {
   %tbuf = local_alloc {shape = (2, 32, 16), elem = f16, layout = shared<8, 4, 2, [1, 2, 0]>} : tile<2x32x16xf16, shared<8, 4, 2, [1, 2, 0]>>
   async_copy %tbuf, %slot, %p, _, _ {transpose = true}
   tma_wait %bulk, %slot, %slot
+  tma_release %bulk
   tma_store %buf, %slot, %p, %m, [%row, %slot] {descriptor = "x_desc"}
   store %p, %o, %m, [%row, %slot] {descriptor = "x_desc"}
 }

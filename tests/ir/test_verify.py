@@ -85,6 +85,9 @@ BAD_BODIES = [
      "%b = broadcast %t"),
     ("  %b = assume %t {kind = \"multiple_of\", values = (16,)} : tile<4x8xf32>\n",
      "assume: one value per dimension", "%b = assume %t"),
+    ("  %buf = local_alloc {shape = (2, 16, 32), elem = f16, layout = shared<8, 2, 4, [2, 1, 0]>} : "
+     "tile<2x16x32xf16, shared<8, 2, 4, [2, 1, 0]>>\n  tma_release %buf\n",
+     "tma_release: the buffer has no mbarriers", "tma_release %buf"),
 ]
 
 

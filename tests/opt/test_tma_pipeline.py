@@ -75,6 +75,9 @@ def test_the_loop_waits_on_each_slot_with_its_phase_and_no_copy_group():
     assert sorted(set(copies)) == [("a_smem", "a_desc"), ("b_smem", "b_desc")]
     # the phase flips when the read slot wraps back to 0
     assert re.search(r"%\w+ = xor %read_phase\w*, %\w+ : i32", text), text
+    # after the loop, between two barriers, the mbarriers are invalidated: their bytes may be reused
+    after = text.split("yield [")[-1]
+    assert re.search(r"barrier\n\s+tma_release %a_smem\n\s+tma_release %b_smem\n\s+barrier", after), after
 
 
 def test_a_target_without_the_accelerator_copies_with_cp_async():

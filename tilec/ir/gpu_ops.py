@@ -204,6 +204,21 @@ class TmaWait(EffectOp):
 
 
 @dataclass(eq=False, kw_only=True)
+class TmaRelease(EffectOp):
+    """Invalidate the mbarriers of ``buf`` (``mbarrier.inval``, thread 0), so
+    that their bytes may hold other data: every copy into the buffer has
+    landed and been waited for, and the threads passed a barrier since.  The
+    pipeliner ends a loop's buffers with it, between two barriers."""
+
+    NAME = "tma_release"
+    buf: Value = operand()
+
+    def verify(self):
+        _require(self, isinstance(self.buf.owner, LocalAlloc) and self.buf.owner.mbarriers,
+                 "the buffer has no mbarriers (local_alloc {mbarriers = true})")
+
+
+@dataclass(eq=False, kw_only=True)
 class AsyncCommit(EffectOp):
     """Close the group of ``async_copy``s this thread started since the last commit."""
 
@@ -257,7 +272,7 @@ class LocalStore(EffectOp):
                  f"stores {t} into a slot of {buf}")
 
 
-__all__ = ["LocalAlloc", "AsyncCopy", "TmaCopy", "TmaStore", "TmaWait", "AsyncCommit", "AsyncWait", "LocalLoad", "LocalStore",
+__all__ = ["LocalAlloc", "AsyncCopy", "TmaCopy", "TmaStore", "TmaWait", "TmaRelease", "AsyncCommit", "AsyncWait", "LocalLoad", "LocalStore",
            "DotWait"]
 
 

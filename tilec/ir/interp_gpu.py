@@ -91,6 +91,6 @@ def _dot_already_done(op, frame):
     frame.bind(op.results, [frame[op.value]])
 
 
-@runs(gpu.AsyncCommit, gpu.AsyncWait, gpu.TmaWait)
+@runs(gpu.AsyncCommit, gpu.AsyncWait, gpu.TmaWait, gpu.TmaRelease)
 def _copies_already_done(op, frame):
     """``async_copy`` copied at once: there is never a copy in flight."""

@@ -152,6 +152,11 @@ class _Pipeliner(StageEmitter):
         if self.cp_async:
             out.create(ir.AsyncWait, pending=0)
         out.create(ir.Barrier)
+        if self.tma:  # every copy landed and was waited for: the mbarriers' bytes may be reused
+            for load in self.s.loads:
+                if load in self.tma:
+                    out.create(ir.TmaRelease, buf=self.bufs[load])
+            out.create(ir.Barrier)
         self.vmap.update(zip(loop.results, new_loop.results))
         if self.overlap is not None:
             place = self.overlap.place

@@ -141,6 +141,15 @@ def _local_alloc(ctx: Ctx, op: ir.LocalAlloc) -> None:
         _asm(ctx, "fence.mbarrier_init.release.cluster;", [])
 
 
+@lowers(ir.TmaRelease)
+def _tma_release(ctx: Ctx, op: ir.TmaRelease) -> None:
+    """Thread 0 invalidates the buffer's mbarriers, one a slot."""
+    b = ctx.b
+    with b.if_then(b.icmp_unsigned("==", ctx.tid, I32(0))):
+        for slot in range(op.buf.type.shape[0]):
+            _asm(ctx, "mbarrier.inval.shared::cta.b64 [$0];", [_mbarrier(ctx, op.buf, I32(slot))])
+
+
 @lowers(ir.TmaCopy)
 def _tma_copy(ctx: Ctx, op: ir.TmaCopy) -> None:
     """Thread 0, where ``pred``: expect the slot's bytes on its mbarrier, start one copy an atom."""
