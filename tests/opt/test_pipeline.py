@@ -138,7 +138,7 @@ BAIL = {
                                   "      yield []\n    }\n"),
     "`other` is not a constant 0": (BODY_LOAD, "    %o = constant {value = 1.0, type = tile<16x16xf16>} : "
                                     "tile<16x16xf16>\n    %x = load %p, _, %o : tile<16x16xf16>\n"),
-    "no load feeds a dot operand": ("    yield [%d,", "    store %p, %x, _\n    yield [%d,"),
+    "no load to pipeline": ("    yield [%d,", "    store %p, %x, _\n    yield [%d,"),
     # the pointers of this iteration are stage 0: the last stage runs S-1 iterations behind
     "(last stage) uses a value of the first stage": ("    yield [%d,", "    %h = load %p, _, _ : tile<16x16xf16>\n"
                                                       "    yield [%d,"),

@@ -6,8 +6,9 @@ A backend pipelines a K loop by loading the dot operands of a later
 iteration while this one computes: NVIDIA with asynchronous copies into a
 multi-slot buffer (``tilec/backends/nvidia/pipeline.py``), AMD with global
 loads into registers stored to the other half of an LDS double buffer after
-the dot (``tilec/backends/amd/stream_pipeline.py``).  Both split the body the
-same way.
+the dot (``tilec/backends/amd/stream_pipeline.py``).  Loops that feed no dot
+load their tiles one iteration ahead into registers
+(``tilec/opt/register_prefetch.py``).  All split the body the same way.
 
 *Stages.*  The candidates are the body's ``load``s of 2-D pointer tiles that
 the backend's ``candidate(op, users)`` accepts: it returns the ops the
@@ -27,7 +28,8 @@ the body is the last stage.
 * the step is not a positive constant (the prologue's iterations are
   ``lower + p*step`` and "valid" is ``iv < upper``);
 * no candidate load;
-* a candidate's ``other`` is not a constant +0 (masked-off copies give 0);
+* a candidate's ``other`` is not a constant +0 (masked-off copies give 0;
+  ``zero_other=False`` lifts this for loads into registers);
 * an op of stage 0 other than the candidate loads is not pure (it would run
   iterations early), or reads a candidate's value;
 * a value of stage 0 (a result or a stage-0 loop-carried value; the
@@ -47,9 +49,9 @@ from typing import Callable, Optional
 
 from tilec import ir
 from tilec.ir.builder import Builder
-from tilec.ir.core import Block, Op, Value, clone_op
+from tilec.ir.core import Block, Function, Op, Value, clone_op
 from tilec.ir.types import TileType, i1, i32, with_elem
-from tilec.opt.rewrite import NOT_CONSTANT, constant_value
+from tilec.opt.rewrite import NOT_CONSTANT, constant_value, rebuild
 
 # ``candidate(op, users)``: the ops a candidate load's pipelining replaces, or None (module docstring)
 Candidate = Callable[[Op, dict], Optional[list[Op]]]
@@ -57,6 +59,24 @@ Candidate = Callable[[Op, dict], Optional[list[Op]]]
 
 class NotPipelinable(Exception):
     """Why a loop is left as it is (the module docstring lists the reasons)."""
+
+
+def rewrite_loops(fn: Function, rewrite_loop: Callable[[ir.For, dict, dict], list[Op]]) -> Function:
+    """``fn`` with each ``for`` replaced by the ops ``rewrite_loop(loop,
+    users, vmap)`` emits (``users``: every value's users in ``fn``;
+    ``vmap``: the values already replaced), or kept as it is where that
+    raises ``NotPipelinable``."""
+    users = users_of(fn.body)
+
+    def rewrite(op: Op, vmap: dict) -> Optional[list[Op]]:
+        if not isinstance(op, ir.For):
+            return None
+        try:
+            return rewrite_loop(op, users, vmap)
+        except NotPipelinable:
+            return None
+
+    return rebuild(fn, rewrite)
 
 
 def users_of(block: Block) -> dict[Value, list[Op]]:
@@ -83,8 +103,11 @@ class LoopStages:
     converts: dict[ir.Load, list[Op]] = field(default_factory=dict)
 
 
-def analyze_loop(loop: ir.For, users: dict[Value, list[Op]], candidate: Candidate) -> LoopStages:
-    """The stages of ``loop``, or ``NotPipelinable`` saying why it cannot be pipelined."""
+def analyze_loop(loop: ir.For, users: dict[Value, list[Op]], candidate: Candidate,
+                 zero_other: bool = True) -> LoopStages:
+    """The stages of ``loop``, or ``NotPipelinable`` saying why it cannot be
+    pipelined; ``zero_other``: a candidate's ``other`` must be a constant +0
+    (a copy into shared memory fills masked-off elements with zeros)."""
     body = loop.body
     if any(op.regions and not isinstance(op, (ir.Reduce, ir.Scan)) for op in body.ops):
         raise NotPipelinable("the body holds control flow (`if`, nested loops)")
@@ -94,8 +117,8 @@ def analyze_loop(loop: ir.For, users: dict[Value, list[Op]], candidate: Candidat
     converts = {op: replaced for op in body.ops if is_tile_load(op)
                 for replaced in [candidate(op, users)] if replaced is not None}
     if not converts:
-        raise NotPipelinable("no load feeds a dot operand")
-    for load in converts:
+        raise NotPipelinable("no load to pipeline (a dot operand's, for the shared-memory pipeliners)")
+    for load in converts if zero_other else ():
         if load.other is not None and not _is_plus_zero(load.other):
             raise NotPipelinable("a load's `other` is not a constant 0")
     in_stage0, carried0 = _backward_slice(body, list(converts))

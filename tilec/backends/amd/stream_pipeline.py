@@ -55,8 +55,7 @@ from tilec import ir
 from tilec.ir.builder import Builder
 from tilec.ir.core import Function, Op, Value, clone_op
 from tilec.ir.types import TileType, i32
-from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, analyze_loop, next_slot, users_of
-from tilec.opt.rewrite import rebuild
+from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, analyze_loop, next_slot, rewrite_loops
 from tilec.targets.base import Target
 from tilec.backends.amd.matrix import lds_layout, planned
 
@@ -66,20 +65,13 @@ def stream_pipeline(fn: Function, num_stages: int, target: Target, num_warps: in
     buffers (``num_stages < 2``: unchanged)."""
     if num_stages < 2:
         return fn
-    users = users_of(fn.body)
     candidate = partial(dot_operand_load, target=target, num_warps=num_warps)
 
-    def rewrite(op: Op, vmap: dict) -> Optional[list[Op]]:
-        if not isinstance(op, ir.For):
-            return None
-        try:
-            stages = analyze_loop(op, users, candidate)
-            slots = lds_slots(stages, target, num_warps)
-        except NotPipelinable:
-            return None
-        return _StreamPipeliner(stages, slots, vmap, users, target, num_warps).emit()
+    def rewrite(loop: ir.For, users: dict, vmap: dict) -> list[Op]:
+        stages = analyze_loop(loop, users, candidate)
+        return _StreamPipeliner(stages, lds_slots(stages, target, num_warps), vmap, users, target, num_warps).emit()
 
-    return rebuild(fn, rewrite)
+    return rewrite_loops(fn, rewrite)
 
 
 def dot_operand_load(op: Op, users: dict, target: Target, num_warps: int) -> Optional[list[Op]]:

@@ -52,8 +52,7 @@ from tilec.ir.layouts import Blocked, Shared
 from tilec.ir.layouts_nvidia import DotOperand, swizzled_layout
 from tilec.ir.types import TileType, i32
 from tilec.opt import pipelining
-from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, next_slot, users_of
-from tilec.opt.rewrite import rebuild
+from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, next_slot, rewrite_loops
 from tilec.targets.base import Target
 from tilec.backends.nvidia.dot_overlap import Overlap, overlapped_dot
 from tilec.backends.nvidia.tma import tensor_map_for
@@ -66,21 +65,15 @@ def pipeline_loops(fn: Function, num_stages: int, target: Target, num_warps: int
     ``num_warps`` warps may be left running (``dot_overlap.py``)."""
     if num_stages < 2 or not target.async_copies:
         return fn
-    users = users_of(fn.body)
 
-    def rewrite(op: Op, vmap: dict) -> Optional[list[Op]]:
-        if not isinstance(op, ir.For):
-            return None
-        try:
-            stages = analyze_loop(op, users)
-        except NotPipelinable:
-            return None
-        overlap = overlapped_dot(op, users, partial(_operand_buffer_layout, stages), num_warps, target)
+    def rewrite(loop: ir.For, users: dict, vmap: dict) -> list[Op]:
+        stages = analyze_loop(loop, users)
+        overlap = overlapped_dot(loop, users, partial(_operand_buffer_layout, stages), num_warps, target)
         if overlap is not None and overlap.deferred and not _waitable_in_last_stage(stages, overlap):
             overlap = None
         return _Pipeliner(stages, num_stages, vmap, overlap, target.bulk_tensor_copies).emit()
 
-    return rebuild(fn, rewrite)
+    return rewrite_loops(fn, rewrite)
 
 
 def _waitable_in_last_stage(stages: LoopStages, overlap: Overlap) -> bool:

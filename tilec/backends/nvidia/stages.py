@@ -52,7 +52,8 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     """Tile IR with a layout on every tile (coalesced global accesses, tensor
     cores for dots, fp8 dots the arch cannot multiply widened first), its
     dot-feeding loop loads software-pipelined over ``num_stages``
-    shared-memory slots (warpgroup dots left running across iterations).
+    shared-memory slots (warpgroup dots left running across iterations),
+    other loops' tile loads issued one iteration ahead.
     The passes run through the
     ``PassManager``, bound to the build's options and target: ``TILEC_DUMP=ir``
     shows the IR after each, and under ``TILEC_CHECK=1`` each is verified and
@@ -63,6 +64,7 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
     from tilec.backends.nvidia.tma_stores import store_blocks_in_bulk
     from tilec.opt import PassManager, eliminate_common_subexpressions, hoist_loop_invariants
     from tilec.opt.legalize_dots import widen_fp8_dots
+    from tilec.opt.register_prefetch import prefetch_loops
 
     options = build.options
     passes = [
@@ -74,6 +76,8 @@ def assign_gpu_layouts(fn: Function, build: Build) -> Function:
         hoist_loop_invariants,
         eliminate_common_subexpressions,
         partial(pipeline_loops, num_stages=options.num_stages, target=build.target, num_warps=options.num_warps),
+        # loops that feed no dot load their tiles one iteration ahead, into registers
+        partial(prefetch_loops, num_stages=options.num_stages, threads=build.threads),
         # a loop-invariant `a` (attention's q) read by wgmma from shared memory instead of registers
         partial(stage_invariant_operands, target=build.target, num_warps=options.num_warps),
         # a host descriptor's block stored by the tensor memory accelerator from shared memory
