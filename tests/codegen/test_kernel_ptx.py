@@ -89,6 +89,29 @@ def test_exp2_is_tritons_flushing_ex2_and_double_the_library(dtype):
 
 
 @tilec.jit
+def _divisions(x_ptr, y_ptr, out_ptr, IEEE: tl.constexpr):
+    offs = tl.arange(0, 128)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, x / y)
+    tl.store(out_ptr + 128 + offs, tl.fdiv(x, y, ieee_rounding=IEEE))
+    tl.store(out_ptr + 256 + offs, tl.div_rn(x, y))
+
+
+@pytest.mark.parametrize("ieee", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_division_is_tritons_div_full_and_div_rn_is_correctly_rounded(dtype, ieee):
+    """``/`` and ``tl.fdiv`` on f32 (and f16, divided in f32) are Triton's
+    ``div.full.f32``; ``tl.div_rn`` and ``tl.fdiv(ieee_rounding=True)`` are
+    ``div.rn``; f64 is always ``div.rn.f64`` (one element a thread each)."""
+    x = np.zeros(384, dtype)
+    ptx = _divisions.compile(x, x, x, IEEE=ieee, target="sm_90").asm["ptx"]
+    if dtype == np.float64:  # all three the same quotient: one instruction
+        assert (count(ptx, r"div\.full"), count(ptx, r"div\.rn\.f64")) == (0, 1), ptx
+    else:  # equal quotients are computed once: x / y is tl.fdiv's, or tl.div_rn's when IEEE
+        assert (count(ptx, r"div\.full\.f32"), count(ptx, r"div\.rn\.f32")) == (1, 1), ptx
+
+
+@tilec.jit
 def _locked_increment(lock, x):
     while tl.atomic_cas(lock, 0, 1) == 1:
         pass

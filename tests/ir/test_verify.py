@@ -77,6 +77,7 @@ BAD_BODIES = [
      "load: mask type tile<2xi1> does not match pointer shape ()", "%v = load %p, %m, _ : f16"),
     ("  store %p, %a, _\n", "store: value has type f32, expected f16", "store %p, %a, _"),
     ("  %b = exp %i : i32\n", "exp: operand of type i32 is not accepted (needs float)", "%b = exp %i"),
+    ("  %b = div %a, %a {rounding = \"rz\"} : f32\n", "div: rounding must be \"\" or \"rn\", got 'rz'", "%b = div"),
     ("  %b = bitcast %a {to = f16} : f16\n", "bitcast: bitcast between f32 and f16 changes the width", "%b = bitcast"),
     ("  %b = constant {value = 1, type = ptr<f32>} : ptr<f32>\n",
      "constant: pointer constants are not allowed", "%b = constant"),

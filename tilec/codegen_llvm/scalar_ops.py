@@ -103,8 +103,13 @@ def _int_remainder(ctx, t, a, b):
 
 @lowers(ir.Div)
 def _div(ctx, op, args):
+    """Float: LLVM's correctly rounded ``fdiv``, or the backend's faster
+    division where the op allows one (``ir.Div``) and the math library has it."""
     t = operand_type(op)
-    return ctx.builder.fdiv(*args) if t.is_float else _int_quotient(ctx, t, *args)
+    if not t.is_float:
+        return _int_quotient(ctx, t, *args)
+    fast = None if op.rounding else ctx.math.recipes.get(ir.Div)
+    return scalar_math.compute(ctx, t, fast, *args) if fast else ctx.builder.fdiv(*args)
 
 
 @lowers(ir.Rem)

@@ -96,14 +96,14 @@ def _fdiv(ctx, x, y, ieee_rounding):
         if not (isinstance(v, float) or isinstance(v, Tensor) and semantic.is_float_tensor(v)):
             raise TypingError(f"both operands of `tl.fdiv` must be floats, got {describe(v)}")
     a, b = operands(ctx, x, y, "tl.fdiv", div_or_mod=True)  # f16/bf16 divide in f32, as `/`
-    return emit(ctx, ir.Div, lhs=a.handle, rhs=b.handle)
+    return emit(ctx, ir.Div, lhs=a.handle, rhs=b.handle, rounding="rn" if ieee_rounding else "")
 
 
 @implements(tl.div_rn)
 def _div_rn(ctx, x, y):
     a, b = operands(ctx, x, y, "tl.div_rn")
     float_arg(ctx, a, "tl.div_rn")
-    return emit(ctx, ir.Div, lhs=a.handle, rhs=b.handle)
+    return emit(ctx, ir.Div, lhs=a.handle, rhs=b.handle, rounding="rn")
 
 
 @implements(tl.sigmoid)

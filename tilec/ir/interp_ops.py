@@ -174,6 +174,12 @@ def _int_min(a, b, propagate_nan=False):
 
 
 # (float kernel, int kernel) per elementwise op class; None where the type is not accepted.
+def _exactly(divide: Callable) -> Callable:
+    """``divide`` taking ``ir.Div``'s ``rounding`` too: the interpreter divides
+    exactly (correctly rounded) whatever a backend may do faster."""
+    return lambda x, y, rounding="": divide(x, y)
+
+
 KERNELS: dict[type, tuple] = {
     ir.Neg: (np.negative, np.negative),
     ir.Not: (None, np.invert),
@@ -183,7 +189,7 @@ KERNELS: dict[type, tuple] = {
     ir.Sin: (np.sin, None), ir.Cos: (np.cos, None), ir.Floor: (np.floor, None), ir.Ceil: (np.ceil, None),
     ir.Erf: (_erf, None),
     ir.Add: (np.add, np.add), ir.Sub: (np.subtract, np.subtract), ir.Mul: (np.multiply, np.multiply),
-    ir.Div: (np.true_divide, _c_div), ir.Rem: (np.fmod, _c_rem),
+    ir.Div: (_exactly(np.true_divide), _exactly(_c_div)), ir.Rem: (np.fmod, _c_rem),
     ir.And: (None, np.bitwise_and), ir.Or: (None, np.bitwise_or), ir.Xor: (None, np.bitwise_xor),
     ir.Shl: (None, _shl), ir.Shr: (None, _shr), ir.UMulHi: (None, _umulhi),
     ir.Maximum: (_float_max, _int_max), ir.Minimum: (_float_min, _int_min),

@@ -369,8 +369,25 @@ Erf = _unary("erf", "float", "The error function.")
 Add = _binary("add", doc="``a + b`` (wrapping for ints).")
 Sub = _binary("sub", doc="``a - b`` (wrapping for ints).")
 Mul = _binary("mul", doc="``a * b`` (wrapping for ints).")
-Div = _binary("div", doc="Float: true division.  Int: C division, truncating toward zero; "
-              "``MIN / -1`` wraps to ``MIN`` and ``x / 0`` is all bits set (-1; GPUs leave it unspecified).")
+
+
+@dataclass(eq=False, kw_only=True)
+class Div(BinaryOp):
+    """Float: true division.  With ``rounding = "rn"`` (``tl.div_rn``) the
+    correctly rounded quotient; without (Triton's ``/``) a backend may use a
+    faster division within 2 ulp over the whole range (NVIDIA: ``div.full.f32``
+    for float32, as Triton); the interpreter and the host are exact either way.
+    Int: C division, truncating toward zero; ``MIN / -1`` wraps to ``MIN`` and
+    ``x / 0`` is all bits set (-1; GPUs leave it unspecified)."""
+
+    NAME = "div"
+    rounding: str = attr("")
+
+    def verify(self):
+        super().verify()
+        _require(self, self.rounding in ("", "rn"), f"rounding must be \"\" or \"rn\", got {self.rounding!r}")
+
+
 Rem = _binary("rem", doc="Float: C ``fmod``.  Int: C remainder (sign of the dividend); ``x % 0`` is ``x``.")
 And = _binary("and", "int", "Bitwise and.")
 Or = _binary("or", "int", "Bitwise or.")

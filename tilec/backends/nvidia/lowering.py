@@ -50,9 +50,10 @@ def _exp2_ftz(ctx, x: llir.Value) -> llir.Value:
 
 class NvidiaMath(MathLibrary):
     """libdevice's ``__nv_sinf``/``__nv_sin``... (``libdevice.py`` links them
-    in), and Triton's fast f32 ``rsqrt`` (``rsqrt.approx``) and ``exp2``
-    (``ex2.approx.ftz``); f32 ``exp`` stays ``ex2.approx`` of ``x * log2(e)``,
-    subnormal results kept, as Triton's.
+    in), and Triton's fast f32 ``rsqrt`` (``rsqrt.approx``), ``exp2``
+    (``ex2.approx.ftz``) and ``/`` (``div.full.f32``: within 2 ulp over the
+    whole range; ``tl.div_rn`` stays ``div.rn``); f32 ``exp`` stays
+    ``ex2.approx`` of ``x * log2(e)``, subnormal results kept, as Triton's.
 
     ``ex2.approx.ftz`` returns 0 for results below 2^-126, where the
     subnormal-keeping ``ex2.approx`` costs three more instructions an
@@ -69,7 +70,9 @@ class NvidiaMath(MathLibrary):
     libcall)."""
 
     recipes = {ir.Rsqrt: MathFn(lambda ctx, x: call(ctx, "llvm.nvvm.rsqrt.approx.f", [x]), library("rsqrt")),
-               ir.Exp2: MathFn(_exp2_ftz, MATH[ir.Exp2].f64)}
+               ir.Exp2: MathFn(_exp2_ftz, MATH[ir.Exp2].f64),
+               ir.Div: MathFn(lambda ctx, a, b: call(ctx, "llvm.nvvm.div.full", [a, b]),
+                              lambda ctx, a, b: ctx.builder.fdiv(a, b))}
 
     def symbol(self, name: str, t: llir.Type) -> str:
         return LIBDEVICE_PREFIX + super().symbol(name, t)
