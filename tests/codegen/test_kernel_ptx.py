@@ -112,6 +112,22 @@ def test_division_is_tritons_div_full_and_div_rn_is_correctly_rounded(dtype, iee
 
 
 @tilec.jit
+def _softmax_and_reciprocal(x_ptr, out_ptr, IEEE: tl.constexpr):
+    offs = tl.arange(0, 128)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.softmax(x, ieee_rounding=IEEE))
+    tl.store(out_ptr + 128 + offs, tl.math.rcp_rn(x))
+
+
+@pytest.mark.parametrize("ieee", [False, True])
+def test_softmax_divides_as_asked_and_rcp_rn_is_correctly_rounded(ieee):
+    x = np.zeros(256, np.float32)
+    ptx = _softmax_and_reciprocal.compile(x, x, IEEE=ieee, target="sm_90").asm["ptx"]
+    assert (count(ptx, r"div\.full\.f32"), count(ptx, r"div\.rn\.f32"), count(ptx, r"rcp\.rn\.f32")) == \
+        (int(not ieee), int(ieee), 1), ptx
+
+
+@tilec.jit
 def _locked_increment(lock, x):
     while tl.atomic_cas(lock, 0, 1) == 1:
         pass

@@ -116,7 +116,7 @@ def _fma_rn(ctx, arg0, arg1, arg2):
 @implements(tl.math.rcp_rn)
 def _rcp_rn(ctx, arg0):
     (x,) = _float_operands(ctx, (arg0,), "libdevice.rcp_rn")
-    return semantic.binary(ctx, "truediv", semantic.constant(ctx, 1.0, x.elem), x)
+    return BUILTINS[tl.div_rn](ctx, semantic.constant(ctx, 1.0, x.elem), x)
 
 
 # --------------------------------------------------------------------------- #

@@ -12,7 +12,7 @@ from typing import Callable
 from tilec import ir
 from tilec import language as tl
 from tilec.frontend import semantic
-from tilec.frontend.tl_ops import const_axis, const_int, dtype_arg, implements, one_of
+from tilec.frontend.tl_ops import BUILTINS, const_axis, const_int, dtype_arg, implements, one_of
 from tilec.frontend.tl_math import float_arg
 from tilec.frontend.semantic import Tensor, TypingError, cast_to, constant, describe, dtype_name, emit, to_tensor
 
@@ -251,7 +251,7 @@ def _softmax(ctx, x, dim, keep_dims, ieee_rounding):
     peak = reduce_tensors(ctx, [t], axis, _binop(ir.Maximum), True, "tl.softmax")[0]
     num = emit(ctx, ir.Exp, src=semantic.binary(ctx, "sub", t, peak).handle)
     den = reduce_tensors(ctx, [num], axis, _binop(ir.Add), True, "tl.softmax")[0]
-    return semantic.binary(ctx, "truediv", num, den)
+    return BUILTINS[tl.fdiv](ctx, num, den, ieee_rounding)
 
 
 # --------------------------------------------------------------------------- #
