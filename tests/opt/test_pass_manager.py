@@ -133,7 +133,7 @@ def _compile_matmul_for_sm_90():
 
 
 GPU_LOWERING = ["assign_layouts", "hoist_loop_invariants", "eliminate_common_subexpressions", "pipeline_loops",
-                "stage_invariant_operands", "store_blocks_in_bulk"]
+                "prefetch_loops", "stage_invariant_operands", "store_blocks_in_bulk"]
 
 
 def test_the_layout_and_pipelining_passes_show_in_the_ir_dump(monkeypatch, capsys):
