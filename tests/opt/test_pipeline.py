@@ -23,8 +23,9 @@ from tilec.ir.parser import parse_function
 from tilec.ir.printer import print_function
 from tilec.opt.axis_info import analyze_axes
 from tilec.backends.nvidia.layouts import assign_layouts
-from tilec.backends.nvidia.pipeline import NotPipelinable, analyze_loop, pipeline_loops
+from tilec.backends.nvidia.pipeline import analyze_loop, pipeline_loops
 from tilec.backends.nvidia.target import nvptx_target
+from tilec.opt.pipelining import NotPipelinable
 
 SM_90 = nvptx_target("sm_90")
 

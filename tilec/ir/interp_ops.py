@@ -173,13 +173,13 @@ def _int_min(a, b, propagate_nan=False):
     return np.minimum(a, b)
 
 
-# (float kernel, int kernel) per elementwise op class; None where the type is not accepted.
 def _exactly(divide: Callable) -> Callable:
     """``divide`` taking ``ir.Div``'s ``rounding`` too: the interpreter divides
     exactly (correctly rounded) whatever a backend may do faster."""
     return lambda x, y, rounding="": divide(x, y)
 
 
+# (float kernel, int kernel) per elementwise op class; None where the type is not accepted.
 KERNELS: dict[type, tuple] = {
     ir.Neg: (np.negative, np.negative),
     ir.Not: (None, np.invert),

@@ -253,6 +253,14 @@ class StageEmitter:
         yielded = loop.body.terminator.values
         return [vmap.get(yielded[k], yielded[k]) if k in self.s.carried0 else c for k, c in enumerate(carried)]
 
+    def load_into_registers(self, b: Builder, load: ir.Load, vmap, valid: Value, loaded: dict) -> None:
+        """``load`` as a load into registers, masked by ``valid`` too (``masked``);
+        its value recorded in ``loaded``: an ``issue`` for ``stage0``."""
+        ptr, mask = self.masked(b, load, vmap, valid)
+        new = clone_op(load, vmap, ptr=ptr, mask=mask)
+        b.block.ops.append(new)
+        loaded[load] = new.result
+
     @staticmethod
     def masked(b: Builder, load: ir.Load, vmap, valid: Value) -> tuple[Value, Value]:
         """``load``'s pointers and its mask and ``valid``: the mask is

@@ -10,9 +10,9 @@ A loop such as the layer-norm backward's dw/db reduction
 loads a 32x128 tile an iteration and adds it.  Left as it is, the GPU's
 assembler keeps only two or three of a thread's sixteen 16-byte loads in
 flight (it reuses their registers for the adds), so an iteration costs
-several memory latencies.  Loaded one iteration ahead, the tiles are loop-carried values:
-every load of an iteration is in flight at once, and they overlap the adds
-of the iteration before (H100, docs/internals.md: the dw/db kernel 2.1x
+several memory latencies.  Loaded one iteration ahead, the tiles are
+loop-carried values: every load of an iteration is in flight at once, and
+they overlap the adds of the iteration before (H100, docs/internals.md: the dw/db kernel 2.1x
 faster at 1024 columns).
 
 *Stages* and *bail-outs*: ``tilec/opt/pipelining.py`` (the candidates here
@@ -88,17 +88,10 @@ class _Prefetcher(StageEmitter):
         loop = self.s.loop
         loaded: dict[ir.Load, Value] = {}
         carried = self.stage0(self.out, self.lower, [self.outer(v) for v in loop.inits],
-                              partial(self.prefetch, loaded=loaded))
+                              partial(self.load_into_registers, loaded=loaded))
         new_loop = self.main_loop(carried, [loaded[load] for load in self.s.loads])
         self.vmap.update(zip(loop.results, new_loop.results))
         return self.out.block.ops
-
-    def prefetch(self, b: Builder, load: ir.Load, vmap, valid: Value, loaded: dict) -> None:
-        """``load`` masked by ``valid`` too; its value recorded in ``loaded``."""
-        ptr, mask = self.masked(b, load, vmap, valid)
-        new = clone_op(load, vmap, ptr=ptr, mask=mask)
-        b.block.ops.append(new)
-        loaded[load] = new.result
 
     def main_loop(self, carried: list[Value], tiles: list[Value]) -> ir.For:
         """The loop over the original range carrying the loaded tiles too, its body in a fresh block."""
@@ -110,7 +103,7 @@ class _Prefetcher(StageEmitter):
         current = [new.body.add_arg(load.result.type, load.result.name) for load in loads]
         b = Builder(new.body, loop.loc)
         loaded: dict[ir.Load, Value] = {}
-        ahead = self.stage0(b, b.value(ir.Add, lhs=iv, rhs=step), args, partial(self.prefetch, loaded=loaded))
+        ahead = self.stage0(b, b.value(ir.Add, lhs=iv, rhs=step), args, partial(self.load_into_registers, loaded=loaded))
         vmap = ChainMap(dict(zip(loop.body.args, [iv] + args)), dict(zip((l.result for l in loads), current)),
                         self.vmap)
         for op in self.s.last:

@@ -121,7 +121,7 @@ class _StreamPipeliner(StageEmitter):
         out.create(ir.Barrier)
         loaded: dict[ir.Load, Value] = {}
         carried = [self.outer(v) for v in loop.inits]
-        carried = self.stage0(out, self.lower, carried, partial(self.prefetch, loaded=loaded))
+        carried = self.stage0(out, self.lower, carried, partial(self.load_into_registers, loaded=loaded))
         self.store(out, loaded, self.const(0))
         new_loop = self.main_loop(carried)
         out.create(ir.Barrier)
@@ -136,13 +136,6 @@ class _StreamPipeliner(StageEmitter):
         layout = lds_layout(planned(dot, self.target, self.num_warps), _operand(dot, load.result), t.shape,
                             t.elem.elem)
         return self.out.value(ir.LocalAlloc, name=name, shape=(self.slots,) + t.shape, elem=t.elem.elem, layout=layout)
-
-    def prefetch(self, b: Builder, load: ir.Load, vmap, valid: Value, loaded: dict) -> None:
-        """``load`` into registers, masked by ``valid`` too; its value recorded in ``loaded``."""
-        ptr, mask = self.masked(b, load, vmap, valid)
-        new = clone_op(load, vmap, ptr=ptr, mask=mask)
-        b.block.ops.append(new)
-        loaded[load] = new.result
 
     def store(self, b: Builder, loaded: dict, slot: Value) -> None:
         for load, value in loaded.items():
@@ -161,7 +154,7 @@ class _StreamPipeliner(StageEmitter):
         b = Builder(new.body, loop.loc)
         b.create(ir.Barrier)
         loaded: dict[ir.Load, Value] = {}
-        ahead = self.stage0(b, b.value(ir.Add, lhs=iv, rhs=step), args, partial(self.prefetch, loaded=loaded))
+        ahead = self.stage0(b, b.value(ir.Add, lhs=iv, rhs=step), args, partial(self.load_into_registers, loaded=loaded))
         vmap = ChainMap(dict(zip(loop.body.args, [iv] + args)), self.vmap)
         for load in self.s.loads:
             t = load.result.type

@@ -52,7 +52,7 @@ from tilec.ir.layouts import Blocked, Shared
 from tilec.ir.layouts_nvidia import DotOperand, swizzled_layout
 from tilec.ir.types import TileType, i32
 from tilec.opt import pipelining
-from tilec.opt.pipelining import LoopStages, NotPipelinable, StageEmitter, next_slot, rewrite_loops
+from tilec.opt.pipelining import LoopStages, StageEmitter, next_slot, rewrite_loops
 from tilec.targets.base import Target
 from tilec.backends.nvidia.dot_overlap import Overlap, overlapped_dot
 from tilec.backends.nvidia.tma import tensor_map_for
